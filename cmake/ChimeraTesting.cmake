@@ -1,0 +1,43 @@
+include(GoogleTest)
+
+# chimera_add_unit_test(NAME SOURCES... LIBS...) : a serial GoogleTest executable.
+function(chimera_add_unit_test name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;LIBS" ${ARGN})
+  add_executable(${name} ${ARG_SOURCES})
+  target_link_libraries(${name} PRIVATE ${ARG_LIBS} GTest::gtest GTest::gtest_main chimera_warnings)
+  target_compile_definitions(${name} PRIVATE CHIMERA_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
+  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES LABELS unit TIMEOUT 300)
+endfunction()
+
+# Launcher flags for Open MPI on a small shared machine: more ranks than cores, and root in
+# containers. MPICH ignores neither, so they are only added for Open MPI.
+set(CHIMERA_MPIEXEC_FLAGS "")
+execute_process(COMMAND ${MPIEXEC_EXECUTABLE} --version OUTPUT_VARIABLE _mpiexec_version ERROR_QUIET)
+if(_mpiexec_version MATCHES "Open MPI|OpenRTE")
+  list(APPEND CHIMERA_MPIEXEC_FLAGS --oversubscribe)
+  execute_process(COMMAND id -u OUTPUT_VARIABLE _uid OUTPUT_STRIP_TRAILING_WHITESPACE)
+  if(_uid STREQUAL "0")
+    list(APPEND CHIMERA_MPIEXEC_FLAGS --allow-run-as-root)
+  endif()
+endif()
+set(CHIMERA_MPIEXEC_FLAGS ${CHIMERA_MPIEXEC_FLAGS} CACHE INTERNAL "")
+
+# chimera_add_mpi_test(NAME SOURCES... LIBS... RANKS 1 2 4 [TIMEOUT s])
+# One GoogleTest executable run under mpiexec once per rank count (test names NAME.np<k>).
+# tests/mpi/mpi_test_main.cpp initialises MPI and aborts the whole job on a hang.
+function(chimera_add_mpi_test name)
+  cmake_parse_arguments(ARG "" "TIMEOUT" "SOURCES;LIBS;RANKS" ${ARGN})
+  if(NOT ARG_TIMEOUT)
+    set(ARG_TIMEOUT 300)
+  endif()
+  add_executable(${name} ${ARG_SOURCES} ${PROJECT_SOURCE_DIR}/tests/mpi/mpi_test_main.cpp)
+  target_link_libraries(${name} PRIVATE ${ARG_LIBS} GTest::gtest MPI::MPI_CXX chimera_core chimera_warnings)
+  target_compile_definitions(${name} PRIVATE CHIMERA_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
+  foreach(np IN LISTS ARG_RANKS)
+    add_test(NAME ${name}.np${np}
+             COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${np} ${CHIMERA_MPIEXEC_FLAGS}
+                     ${MPIEXEC_PREFLAGS} $<TARGET_FILE:${name}> ${MPIEXEC_POSTFLAGS})
+    set_tests_properties(${name}.np${np} PROPERTIES LABELS mpi TIMEOUT ${ARG_TIMEOUT}
+                         PROCESSORS ${np} ENVIRONMENT "OMP_NUM_THREADS=1")
+  endforeach()
+endfunction()

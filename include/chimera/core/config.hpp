@@ -1,0 +1,105 @@
+#pragma once
+// The run configuration: TOML with sections [model] [parallel] [data] [train] [checkpoint] [log]
+// [runtime] (shared/DESIGN.md §6). Every key has a typed field here, a default, and one line of
+// help; `--set section.key=value` overrides any of them. Unknown keys and wrong types are input
+// errors (exit status 2) that name the key and, where one is close, the key that was meant.
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace chimera {
+
+struct ModelConfig {
+  int n_layer = 4;
+  int n_embd = 256;
+  int n_head = 4;
+  int n_ctx = 256;
+  int vocab_size = 50257;
+};
+
+struct ParallelConfig {
+  std::string scheme = "chimera";  // gpipe | 1f1b | gems | interleaved | chimera | zb-h1
+  int stages = 4;                  // D: workers of one pipeline group
+  int micro_batches = 4;           // N: micro-batches per pipeline group and iteration
+  int micro_batch_size = 1;        // B: samples per micro-batch
+  std::string variant = "direct";  // chimera: direct | doubling | halving
+  int pipes = 0;                   // chimera: number of pipelines 2f (0 = the scheme's default)
+  int virtual_stages = 1;          // interleaved: v model stages per worker (TOML key `virtual`)
+  bool recompute = false;          // keep only stage inputs; recompute the forward in backward
+  std::vector<int> partition;      // explicit blocks per model stage (empty = balanced)
+};
+
+struct DataConfig {
+  std::vector<std::string> train;  // HDF5 token shards
+  std::vector<std::string> val;
+  int seq_len = 128;  // T
+};
+
+struct TrainConfig {
+  int steps = 10;
+  double lr = 6e-4;
+  double min_lr = 6e-5;
+  int warmup_steps = 0;
+  double weight_decay = 0.1;
+  double beta1 = 0.9;
+  double beta2 = 0.95;
+  double eps = 1e-8;
+  double grad_clip = 1.0;  // global-norm clip; 0 disables
+  std::int64_t seed = 1337;
+  int eval_every = 0;    // validation loss every K steps (0 = never)
+  int eval_batches = 4;  // global batches of the val split per evaluation
+};
+
+struct CheckpointConfig {
+  std::string dir;  // save directory ("" = no checkpoints)
+  int every = 0;    // save every K steps (0 = only at the end when dir is set)
+  int keep = 3;     // keep the last K checkpoints
+};
+
+struct LogConfig {
+  int every = 1;        // per-step log line every K steps
+  std::string metrics;  // JSON-lines metrics file
+  std::string trace;    // Chrome trace file
+};
+
+struct RuntimeConfig {
+  std::string backend = "cpu";     // cpu | cuda
+  std::string precision = "fp32";  // fp32 | bf16 | tf32 (cuda)
+  std::string compute = "real";    // real | emulate
+  std::string cost;                // emulate: "F:B[:W]" milliseconds per stage op
+};
+
+struct Config {
+  ModelConfig model;
+  ParallelConfig parallel;
+  DataConfig data;
+  TrainConfig train;
+  CheckpointConfig checkpoint;
+  LogConfig log;
+  RuntimeConfig runtime;
+
+  // Parse TOML text; `origin` names the source in error messages.
+  static Config from_toml(std::string_view text, std::string_view origin = "<config>");
+  static Config from_file(const std::string& path);
+
+  // Apply one `section.key=value` override.
+  void set(std::string_view assignment);
+
+  // Canonical TOML text with every key: stored in checkpoints, hashed for the cross-rank check.
+  std::string to_toml() const;
+  std::uint64_t hash() const;
+
+  // Every key as "section.key", for --help texts and suggestions.
+  static std::vector<std::string> keys();
+  // One line per key: "section.key (type, default X): help".
+  static std::string describe_keys();
+};
+
+// 64-bit FNV-1a: stable across compilers and runs, for configuration fingerprints.
+std::uint64_t fnv1a64(std::string_view bytes);
+
+// The closest candidate by edit distance, or "" when none is close enough to suggest.
+std::string closest_match(std::string_view word, const std::vector<std::string>& candidates);
+
+}  // namespace chimera

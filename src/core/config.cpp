@@ -1,0 +1,401 @@
+#include "chimera/core/config.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <charconv>
+#include <fstream>
+#include <sstream>
+#include <toml.hpp>
+#include <variant>
+
+#include "chimera/core/error.hpp"
+
+namespace chimera {
+
+namespace {
+
+using FieldRef = std::variant<int*, std::int64_t*, double*, bool*, std::string*, std::vector<int>*,
+                              std::vector<std::string>*>;
+
+struct Field {
+  std::string_view section;
+  std::string_view key;
+  FieldRef ref;
+  std::string_view help;
+};
+
+// The single table of every configuration key. Order is the order of to_toml().
+std::vector<Field> fields(Config& c) {
+  return {
+      {"model", "n_layer", &c.model.n_layer, "transformer blocks L"},
+      {"model", "n_embd", &c.model.n_embd, "embedding width C"},
+      {"model", "n_head", &c.model.n_head, "attention heads H (must divide n_embd)"},
+      {"model", "n_ctx", &c.model.n_ctx, "maximum sequence length (position embeddings)"},
+      {"model", "vocab_size", &c.model.vocab_size, "vocabulary size V (GPT-2: 50257)"},
+      {"parallel", "scheme", &c.parallel.scheme,
+       "pipeline scheme: gpipe, 1f1b, gems, interleaved, chimera, zb-h1"},
+      {"parallel", "stages", &c.parallel.stages, "D: pipeline stages (workers per pipeline group)"},
+      {"parallel", "micro_batches", &c.parallel.micro_batches,
+       "N: micro-batches per pipeline group and iteration"},
+      {"parallel", "micro_batch_size", &c.parallel.micro_batch_size, "B: samples per micro-batch"},
+      {"parallel", "variant", &c.parallel.variant, "chimera for N > D: direct, doubling, halving"},
+      {"parallel", "pipes", &c.parallel.pipes, "chimera: pipelines 2f (0 = scheme default)"},
+      {"parallel", "virtual", &c.parallel.virtual_stages, "interleaved: model stages per worker"},
+      {"parallel", "recompute", &c.parallel.recompute, "recompute activations in the backward"},
+      {"parallel", "partition", &c.parallel.partition,
+       "explicit blocks per model stage, e.g. [3,3,2,2] (empty = balanced)"},
+      {"data", "train", &c.data.train, "training token shards (HDF5)"},
+      {"data", "val", &c.data.val, "validation token shards (HDF5)"},
+      {"data", "seq_len", &c.data.seq_len, "T: tokens per sample (<= model.n_ctx)"},
+      {"train", "steps", &c.train.steps, "optimizer steps to run"},
+      {"train", "lr", &c.train.lr, "peak learning rate"},
+      {"train", "min_lr", &c.train.min_lr, "learning rate at the end of the cosine decay"},
+      {"train", "warmup_steps", &c.train.warmup_steps, "linear warmup steps"},
+      {"train", "weight_decay", &c.train.weight_decay,
+       "AdamW decoupled weight decay (2-D weights)"},
+      {"train", "beta1", &c.train.beta1, "AdamW beta1"},
+      {"train", "beta2", &c.train.beta2, "AdamW beta2"},
+      {"train", "eps", &c.train.eps, "AdamW epsilon"},
+      {"train", "grad_clip", &c.train.grad_clip, "global gradient-norm clip (0 = off)"},
+      {"train", "seed", &c.train.seed, "seed for initialisation and data shuffling"},
+      {"train", "eval_every", &c.train.eval_every, "validation loss every K steps (0 = never)"},
+      {"train", "eval_batches", &c.train.eval_batches, "global batches per validation"},
+      {"checkpoint", "dir", &c.checkpoint.dir, "checkpoint directory (empty = none)"},
+      {"checkpoint", "every", &c.checkpoint.every, "save every K steps (0 = at the end)"},
+      {"checkpoint", "keep", &c.checkpoint.keep, "checkpoints to keep"},
+      {"log", "every", &c.log.every, "print a step line every K steps"},
+      {"log", "metrics", &c.log.metrics, "JSON-lines metrics file (empty = none)"},
+      {"log", "trace", &c.log.trace, "Chrome trace file (empty = none)"},
+      {"runtime", "backend", &c.runtime.backend, "compute backend: cpu, cuda"},
+      {"runtime", "precision", &c.runtime.precision, "cuda precision: fp32, bf16, tf32"},
+      {"runtime", "compute", &c.runtime.compute, "real, or emulate (timed waits of --cost)"},
+      {"runtime", "cost", &c.runtime.cost, "emulate: F:B[:W] milliseconds per stage op"},
+  };
+}
+
+std::string full_key(const Field& f) {
+  return fmt::format("{}.{}", f.section, f.key);
+}
+
+Field* find_field(std::vector<Field>& fs, std::string_view section, std::string_view key) {
+  for (auto& f : fs) {
+    if (f.section == section && f.key == key) return &f;
+  }
+  return nullptr;
+}
+
+[[noreturn]] void unknown_key(std::string_view origin, std::string_view name) {
+  const std::string hint = closest_match(name, Config::keys());
+  if (hint.empty()) {
+    throw InputError(fmt::format("{}: unknown config key '{}' (see `chimera train --help-config`)",
+                                 origin, name));
+  }
+  throw InputError(
+      fmt::format("{}: unknown config key '{}' (did you mean '{}'?)", origin, name, hint));
+}
+
+std::string_view type_name(const FieldRef& r) {
+  return std::visit(
+      [](auto* p) -> std::string_view {
+        using T = std::remove_pointer_t<decltype(p)>;
+        if constexpr (std::is_same_v<T, int> || std::is_same_v<T, std::int64_t>) return "integer";
+        if constexpr (std::is_same_v<T, double>) return "number";
+        if constexpr (std::is_same_v<T, bool>) return "boolean";
+        if constexpr (std::is_same_v<T, std::string>) return "string";
+        if constexpr (std::is_same_v<T, std::vector<int>>) return "integer list";
+        return "string list";
+      },
+      r);
+}
+
+// --- values from TOML ---------------------------------------------------------------
+
+void assign_from_toml(Field& f, const toml::value& v, std::string_view origin) {
+  const std::string name = full_key(f);
+  auto bad = [&]() {
+    throw InputError(
+        fmt::format("{}: config key '{}' must be a {}", origin, name, type_name(f.ref)));
+  };
+  std::visit(
+      [&](auto* p) {
+        using T = std::remove_pointer_t<decltype(p)>;
+        if constexpr (std::is_same_v<T, int> || std::is_same_v<T, std::int64_t>) {
+          if (!v.is_integer()) bad();
+          const auto x = v.as_integer();
+          if constexpr (std::is_same_v<T, int>) {
+            if (x < INT32_MIN || x > INT32_MAX) bad();
+          }
+          *p = static_cast<T>(x);
+        } else if constexpr (std::is_same_v<T, double>) {
+          if (v.is_floating()) {
+            *p = v.as_floating();
+          } else if (v.is_integer()) {
+            *p = static_cast<double>(v.as_integer());
+          } else {
+            bad();
+          }
+        } else if constexpr (std::is_same_v<T, bool>) {
+          if (!v.is_boolean()) bad();
+          *p = v.as_boolean();
+        } else if constexpr (std::is_same_v<T, std::string>) {
+          if (!v.is_string()) bad();
+          *p = v.as_string().str;
+        } else if constexpr (std::is_same_v<T, std::vector<int>>) {
+          if (!v.is_array()) bad();
+          p->clear();
+          for (const auto& e : v.as_array()) {
+            if (!e.is_integer()) bad();
+            p->push_back(static_cast<int>(e.as_integer()));
+          }
+        } else {
+          // A single string is accepted as a one-element list: `train = "a.h5"`.
+          p->clear();
+          if (v.is_string()) {
+            p->push_back(v.as_string().str);
+          } else if (v.is_array()) {
+            for (const auto& e : v.as_array()) {
+              if (!e.is_string()) bad();
+              p->push_back(e.as_string().str);
+            }
+          } else {
+            bad();
+          }
+        }
+      },
+      f.ref);
+}
+
+// --- values from `--set` text -----------------------------------------------------------
+
+std::vector<std::string> split_list(std::string_view s) {
+  std::vector<std::string> out;
+  std::string t(s);
+  if (!t.empty() && t.front() == '[' && t.back() == ']') t = t.substr(1, t.size() - 2);
+  std::string item;
+  std::istringstream is(t);
+  while (std::getline(is, item, ',')) {
+    const auto b = item.find_first_not_of(" \t\"'");
+    const auto e = item.find_last_not_of(" \t\"'");
+    if (b != std::string::npos) out.push_back(item.substr(b, e - b + 1));
+  }
+  return out;
+}
+
+template <typename T>
+bool parse_number(std::string_view s, T& out) {
+  const char* b = s.data();
+  const char* e = s.data() + s.size();
+  const auto r = std::from_chars(b, e, out);
+  return r.ec == std::errc() && r.ptr == e;
+}
+
+void assign_from_text(Field& f, std::string_view text) {
+  const std::string name = full_key(f);
+  auto bad = [&]() {
+    throw InputError(
+        fmt::format("--set {}={}: '{}' is not a valid {}", name, text, text, type_name(f.ref)));
+  };
+  std::visit(
+      [&](auto* p) {
+        using T = std::remove_pointer_t<decltype(p)>;
+        if constexpr (std::is_same_v<T, int> || std::is_same_v<T, std::int64_t> ||
+                      std::is_same_v<T, double>) {
+          T x{};
+          if (!parse_number(text, x)) bad();
+          *p = x;
+        } else if constexpr (std::is_same_v<T, bool>) {
+          if (text == "true" || text == "1") {
+            *p = true;
+          } else if (text == "false" || text == "0") {
+            *p = false;
+          } else {
+            bad();
+          }
+        } else if constexpr (std::is_same_v<T, std::string>) {
+          std::string s(text);
+          if (s.size() >= 2 && (s.front() == '"' || s.front() == '\'') && s.back() == s.front()) {
+            s = s.substr(1, s.size() - 2);
+          }
+          *p = s;
+        } else if constexpr (std::is_same_v<T, std::vector<int>>) {
+          p->clear();
+          for (const auto& item : split_list(text)) {
+            int x = 0;
+            if (!parse_number(std::string_view(item), x)) bad();
+            p->push_back(x);
+          }
+        } else {
+          *p = split_list(text);
+        }
+      },
+      f.ref);
+}
+
+// --- values to TOML text ----------------------------------------------------------------
+
+std::string quote(const std::string& s) {
+  std::string out = "\"";
+  for (const char ch : s) {
+    if (ch == '"' || ch == '\\') out.push_back('\\');
+    out.push_back(ch);
+  }
+  out.push_back('"');
+  return out;
+}
+
+std::string format_double(double x) {
+  // Shortest text that reads back to the same double, always with a '.' or exponent so that
+  // TOML reads it back as a float.
+  std::string s = fmt::format("{}", x);
+  if (s.find_first_of(".eEn") == std::string::npos) s += ".0";
+  return s;
+}
+
+std::string value_text(const FieldRef& r) {
+  return std::visit(
+      [](auto* p) -> std::string {
+        using T = std::remove_pointer_t<decltype(p)>;
+        if constexpr (std::is_same_v<T, int> || std::is_same_v<T, std::int64_t>) {
+          return fmt::format("{}", *p);
+        } else if constexpr (std::is_same_v<T, double>) {
+          return format_double(*p);
+        } else if constexpr (std::is_same_v<T, bool>) {
+          return *p ? "true" : "false";
+        } else if constexpr (std::is_same_v<T, std::string>) {
+          return quote(*p);
+        } else if constexpr (std::is_same_v<T, std::vector<int>>) {
+          return fmt::format("[{}]", fmt::join(*p, ", "));
+        } else {
+          std::vector<std::string> q;
+          for (const auto& s : *p) q.push_back(quote(s));
+          return fmt::format("[{}]", fmt::join(q, ", "));
+        }
+      },
+      r);
+}
+
+}  // namespace
+
+Config Config::from_toml(std::string_view text, std::string_view origin) {
+  toml::value root;
+  try {
+    std::istringstream is{std::string(text)};
+    root = toml::parse(is, std::string(origin));
+  } catch (const std::exception& e) {
+    // toml11's message spans several lines; the first names the problem and position.
+    std::string msg = e.what();
+    const auto nl = msg.find('\n');
+    throw InputError(fmt::format("{}: invalid TOML: {}", origin,
+                                 nl == std::string::npos ? msg : msg.substr(0, nl)));
+  }
+  Config c;
+  auto fs = fields(c);
+  if (!root.is_table()) throw InputError(fmt::format("{}: expected a TOML table", origin));
+  for (const auto& [section, table] : root.as_table()) {
+    if (!table.is_table()) unknown_key(origin, section);
+    for (const auto& [key, value] : table.as_table()) {
+      Field* f = find_field(fs, section, key);
+      if (f == nullptr) unknown_key(origin, section + "." + key);
+      assign_from_toml(*f, value, origin);
+    }
+  }
+  return c;
+}
+
+Config Config::from_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw InputError(fmt::format("cannot open config file '{}'", path));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return from_toml(ss.str(), path);
+}
+
+void Config::set(std::string_view assignment) {
+  const auto eq = assignment.find('=');
+  if (eq == std::string_view::npos) {
+    throw InputError(
+        fmt::format("--set '{}': expected section.key=value, e.g. train.lr=3e-4", assignment));
+  }
+  const std::string_view name = assignment.substr(0, eq);
+  const auto dot = name.find('.');
+  if (dot == std::string_view::npos) unknown_key("--set", name);
+  auto fs = fields(*this);
+  Field* f = find_field(fs, name.substr(0, dot), name.substr(dot + 1));
+  if (f == nullptr) unknown_key("--set", name);
+  assign_from_text(*f, assignment.substr(eq + 1));
+}
+
+std::string Config::to_toml() const {
+  auto fs = fields(const_cast<Config&>(*this));
+  std::string out;
+  std::string_view section;
+  for (const auto& f : fs) {
+    if (f.section != section) {
+      if (!out.empty()) out += "\n";
+      out += fmt::format("[{}]\n", f.section);
+      section = f.section;
+    }
+    out += fmt::format("{} = {}\n", f.key, value_text(f.ref));
+  }
+  return out;
+}
+
+std::uint64_t Config::hash() const {
+  return fnv1a64(to_toml());
+}
+
+std::vector<std::string> Config::keys() {
+  Config c;
+  std::vector<std::string> out;
+  for (const auto& f : fields(c)) out.push_back(full_key(f));
+  return out;
+}
+
+std::string Config::describe_keys() {
+  Config c;
+  std::string out;
+  for (const auto& f : fields(c)) {
+    out += fmt::format("  {:<28} {:<13} default {:<10} {}\n", full_key(f), type_name(f.ref),
+                       value_text(f.ref), f.help);
+  }
+  return out;
+}
+
+std::uint64_t fnv1a64(std::string_view bytes) {
+  std::uint64_t h = 1469598103934665603ULL;
+  for (const unsigned char ch : bytes) {
+    h ^= ch;
+    h *= 1099511628211ULL;
+  }
+  return h;
+}
+
+std::string closest_match(std::string_view word, const std::vector<std::string>& candidates) {
+  auto distance = [](std::string_view a, std::string_view b) {
+    std::vector<std::size_t> prev(b.size() + 1), cur(b.size() + 1);
+    for (std::size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+    for (std::size_t i = 1; i <= a.size(); ++i) {
+      cur[0] = i;
+      for (std::size_t j = 1; j <= b.size(); ++j) {
+        cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] != b[j - 1])});
+      }
+      std::swap(prev, cur);
+    }
+    return prev[b.size()];
+  };
+  std::string best;
+  std::size_t best_d = SIZE_MAX;
+  for (const auto& c : candidates) {
+    const std::size_t d = distance(word, c);
+    if (d < best_d) {
+      best_d = d;
+      best = c;
+    }
+  }
+  // Suggest only near misses: at most a third of the word's letters wrong.
+  return best_d <= std::max<std::size_t>(2, word.size() / 3) ? best : std::string();
+}
+
+}  // namespace chimera

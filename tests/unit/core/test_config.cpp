@@ -1,0 +1,104 @@
+#include <gtest/gtest.h>
+
+#include "chimera/core/config.hpp"
+#include "chimera/core/error.hpp"
+
+namespace chimera {
+
+TEST(Config, ParsesSectionsAndKeepsDefaults) {
+  const auto c = Config::from_toml(R"(
+[model]
+n_layer = 6
+n_embd = 384
+[parallel]
+scheme = "1f1b"
+partition = [2, 2, 1, 1]
+recompute = true
+[data]
+train = "a.h5"
+val = ["v0.h5", "v1.h5"]
+[train]
+lr = 3e-4
+min_lr = 0
+)");
+  EXPECT_EQ(c.model.n_layer, 6);
+  EXPECT_EQ(c.model.n_embd, 384);
+  EXPECT_EQ(c.model.n_head, 4);  // default
+  EXPECT_EQ(c.parallel.scheme, "1f1b");
+  EXPECT_EQ(c.parallel.partition, (std::vector<int>{2, 2, 1, 1}));
+  EXPECT_TRUE(c.parallel.recompute);
+  EXPECT_EQ(c.data.train, (std::vector<std::string>{"a.h5"}));
+  EXPECT_EQ(c.data.val.size(), 2U);
+  EXPECT_DOUBLE_EQ(c.train.lr, 3e-4);
+  EXPECT_DOUBLE_EQ(c.train.min_lr, 0.0);  // an integer is accepted for a float key
+}
+
+TEST(Config, OverridesEveryKind) {
+  Config c;
+  c.set("model.n_layer=12");
+  c.set("train.lr=1e-3");
+  c.set("parallel.recompute=true");
+  c.set("parallel.scheme=gpipe");
+  c.set("parallel.partition=3,3,3,3");
+  c.set("data.train=[x.h5, y.h5]");
+  c.set("train.seed=123456789012");
+  EXPECT_EQ(c.model.n_layer, 12);
+  EXPECT_DOUBLE_EQ(c.train.lr, 1e-3);
+  EXPECT_TRUE(c.parallel.recompute);
+  EXPECT_EQ(c.parallel.scheme, "gpipe");
+  EXPECT_EQ(c.parallel.partition, (std::vector<int>{3, 3, 3, 3}));
+  EXPECT_EQ(c.data.train, (std::vector<std::string>{"x.h5", "y.h5"}));
+  EXPECT_EQ(c.train.seed, 123456789012LL);
+}
+
+TEST(Config, RoundTripsThroughTomlText) {
+  Config c;
+  c.set("model.n_layer=7");
+  c.set("train.lr=0.1");
+  c.set("data.val=a.h5,b\"q.h5");
+  c.set("parallel.virtual=2");
+  const Config back = Config::from_toml(c.to_toml());
+  EXPECT_EQ(back.to_toml(), c.to_toml());
+  EXPECT_EQ(back.hash(), c.hash());
+  EXPECT_DOUBLE_EQ(back.train.lr, 0.1);
+  EXPECT_EQ(back.parallel.virtual_stages, 2);
+  EXPECT_EQ(back.data.val[1], "b\"q.h5");
+}
+
+TEST(Config, HashChangesWithAnyKey) {
+  Config a, b;
+  b.set("train.beta2=0.999");
+  EXPECT_NE(a.hash(), b.hash());
+}
+
+TEST(Config, UnknownKeySuggestsTheNearOne) {
+  Config c;
+  try {
+    c.set("model.n_layers=4");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("did you mean 'model.n_layer'"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(Config::from_toml("[modle]\nn_layer = 3\n"), InputError);
+  EXPECT_THROW(Config::from_toml("[model]\nwidth = 3\n"), InputError);
+}
+
+TEST(Config, WrongTypesAreInputErrors) {
+  Config c;
+  EXPECT_THROW(c.set("model.n_layer=four"), InputError);
+  EXPECT_THROW(c.set("model.n_layer=4.5"), InputError);
+  EXPECT_THROW(c.set("parallel.recompute=maybe"), InputError);
+  EXPECT_THROW(c.set("model.n_layer"), InputError);
+  EXPECT_THROW(Config::from_toml("[model]\nn_layer = \"4\"\n"), InputError);
+  EXPECT_THROW(Config::from_toml("[model]\nn_layer = 99999999999\n"), InputError);
+  EXPECT_THROW(Config::from_toml("[model\n"), InputError);
+  EXPECT_THROW(Config::from_file("/nonexistent/run.toml"), InputError);
+}
+
+TEST(Config, ClosestMatch) {
+  EXPECT_EQ(closest_match("gpip", {"gpipe", "1f1b", "chimera"}), "gpipe");
+  EXPECT_EQ(closest_match("zzzzzzzz", {"gpipe", "1f1b"}), "");
+}
+
+}  // namespace chimera

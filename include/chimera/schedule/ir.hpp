@@ -1,0 +1,51 @@
+#pragma once
+// The schedule IR (shared/DESIGN.md §3): a schedule is data, made by a generator and verified
+// before anything runs. No MPI, no model.
+//
+// Terms:
+//   worker       one of the D ranks of a pipeline group (0..workers-1)
+//   stage        a model stage, 0..stages-1. For interleaved schedules stages = D * v.
+//                All pipes cover every model stage 0..stages-1 in order.
+//   pipe         a pipeline: placement[pipe][stage] names the worker that runs that stage for
+//                the micro-batches of that pipe. Chimera has 2f pipes (f down, f up).
+//   micro-batch  0..micro_batches-1, the ids the schedule orders. For backward halving each
+//                configured micro-batch is split in two (mb_split = 2), so micro_batches = 2N.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace chimera::schedule {
+
+enum class OpKind : std::uint8_t {
+  F,  // forward
+  B,  // full backward (input and weight gradients)
+  I,  // input-gradient half of a split backward (zero bubble)
+  W,  // weight-gradient half of a split backward (zero bubble)
+};
+
+char op_letter(OpKind kind);
+
+struct Op {
+  OpKind kind = OpKind::F;
+  int pipe = 0;
+  int stage = 0;
+  std::vector<int> mbs;  // micro-batches this op covers (2 for a doubled forward)
+
+  bool operator==(const Op&) const = default;
+};
+
+struct Schedule {
+  std::string scheme;     // gpipe | 1f1b | gems | interleaved | chimera | zb-h1
+  std::string variant;    // chimera: direct | doubling | halving; "" otherwise
+  int workers = 0;        // D
+  int stages = 0;         // model stages (D, or D*v for interleaved)
+  int micro_batches = 0;  // schedule micro-batch ids
+  int mb_split = 1;       // schedule micro-batches per configured micro-batch (halving: 2)
+  std::vector<std::vector<int>> placement;  // [pipe][stage] -> worker
+  std::vector<int> pipe_of;                 // [micro-batch] -> pipe
+  std::vector<std::vector<Op>> ops;         // [worker] -> ordered compute ops
+
+  int pipes() const { return static_cast<int>(placement.size()); }
+};
+
+}  // namespace chimera::schedule

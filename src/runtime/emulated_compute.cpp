@@ -30,11 +30,11 @@ EmulatedCosts parse_costs(const std::string& text) {
   return c;
 }
 
-EmulatedCompute::EmulatedCompute(EmulatedCosts costs, int mb_split, std::size_t message_floats,
+EmulatedCompute::EmulatedCompute(EmulatedCosts costs, double op_scale, std::size_t message_floats,
                                  std::vector<EmulatedStage> held, std::size_t tied_floats,
                                  bool holds_tied)
     : costs_(costs),
-      scale_(1.0 / mb_split),
+      scale_(op_scale),
       message_floats_(message_floats),
       held_(std::move(held)) {
   for (const auto& h : held_) grads_[h.stage].assign(h.grad_floats, 0.0F);

@@ -212,6 +212,7 @@ struct Executor::Impl {
     grad_sync.start(k);
     const bool tied_stage = stage == 0 || stage == sched.stages - 1;
     if (tied_stage && tied_key >= 0 && ++tied_ready == tied_stages_held) {
+      compute.finalize_tied_grads();
       grad_sync.start(tied_key);
     }
   }

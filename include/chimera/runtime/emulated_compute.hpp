@@ -3,8 +3,9 @@
 // real activation size) and gradient allreduces (at the real stage sizes) stay real. Waiting
 // sleeps in short slices and keeps MPI progressing, so 32-64 ranks fit on a 2-core machine.
 //
-// Costs are per configured micro-batch, in milliseconds: a schedule micro-batch of backward
-// halving (mb_split = 2) costs half; an op covering several micro-batches costs their sum.
+// Costs are per configured micro-batch through 1/D of the model, in milliseconds, exactly as the
+// simulator counts them (schedule/simulate.hpp): an op costs X * op_scale per micro-batch it
+// covers, op_scale = D / (mb_split * stages) (halving's halves cost half, interleaved stages 1/v).
 #include <map>
 #include <set>
 #include <utility>
@@ -31,7 +32,7 @@ struct EmulatedStage {
 
 class EmulatedCompute final : public StageCompute {
  public:
-  EmulatedCompute(EmulatedCosts costs, int mb_split, std::size_t message_floats,
+  EmulatedCompute(EmulatedCosts costs, double op_scale, std::size_t message_floats,
                   std::vector<EmulatedStage> held, std::size_t tied_floats, bool holds_tied);
 
   std::size_t message_floats() const override { return message_floats_; }
@@ -52,7 +53,7 @@ class EmulatedCompute final : public StageCompute {
   std::int64_t activation_bytes(int stage) const;
 
   EmulatedCosts costs_;
-  double scale_;  // 1 / mb_split
+  double scale_;  // op_scale
   std::size_t message_floats_;
   std::vector<EmulatedStage> held_;
   std::map<int, std::vector<float>> grads_;  // stage (or -1 tied) -> zero-filled buffer

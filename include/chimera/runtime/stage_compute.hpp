@@ -40,6 +40,9 @@ class StageCompute {
   virtual void backward_weight(int stage, int mb) = 0;
 
   virtual void zero_grad() = 0;
+  // Called once per iteration after the worker's last backward touching the tied embedding and
+  // before its gradient is reduced (a worker holding both ends adds the embedding's part here).
+  virtual void finalize_tied_grads() {}
   // Gradient buffers of the held stages (one per stage) and of the tied embedding (if held).
   virtual std::vector<GradBuffer> grad_buffers() = 0;
 

@@ -21,7 +21,7 @@ TEST(EmulatedCosts, ParsesTwoOrThreeFields) {
 }
 
 TEST(EmulatedCompute, WaitsTheCostAndTracksActivations) {
-  EmulatedCompute c(EmulatedCosts{4.0, 8.0, 2.0}, 2, 16, {{0, 10, 100}, {3, 20, 300}}, 50, true);
+  EmulatedCompute c(EmulatedCosts{4.0, 8.0, 2.0}, 0.5, 16, {{0, 10, 100}, {3, 20, 300}}, 50, true);
   int polls = 0;
   c.set_progress([&] { ++polls; });
   Stopwatch sw;

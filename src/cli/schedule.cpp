@@ -55,9 +55,10 @@ schedule::Costs parse_cost(const std::string& text) {
   return costs;
 }
 
-int run_schedule(const ScheduleOptions& o) {
+// `micro_batches_given`: -N was on the command line; otherwise N = D.
+int run_schedule(const ScheduleOptions& o, bool micro_batches_given) {
   schedule::ScheduleRequest request = o.request;
-  if (request.micro_batches == 0) request.micro_batches = request.stages;
+  if (!micro_batches_given) request.micro_batches = request.stages;
   if (o.compare) {
     std::fputs(schedule::render_comparison(request.stages, request.micro_batches,
                                            request.virtual_stages == 0 ? 2 : request.virtual_stages)
@@ -97,8 +98,8 @@ Run add_schedule_command(CLI::App& app) {
   sub->add_option("--scheme", r.scheme,
                   "gpipe, 1f1b, gems, interleaved, chimera or zb-h1 (default chimera)");
   sub->add_option("-D,--stages", r.stages, "D: pipeline stages = workers of one group (default 4)");
-  sub->add_option("-N,--micro-batches", r.micro_batches,
-                  "N: micro-batches per iteration (default D)");
+  auto* micro_batches = sub->add_option("-N,--micro-batches", r.micro_batches,
+                                        "N: micro-batches per iteration (default D)");
   sub->add_option("--variant", r.variant,
                   "chimera: direct (N = kD, units concatenated), doubling (a forward op covers "
                   "two micro-batches) or halving (half micro-batches; forwards cover two halves). "
@@ -118,7 +119,7 @@ Run add_schedule_command(CLI::App& app) {
   sub->add_flag("--compare", options->compare,
                 "print one table over all schemes for -D and -N instead: makespan and bubble "
                 "ratio with F = B and with B = 2F, peak activations, weight copies");
-  return [options]() { return run_schedule(*options); };
+  return [options, micro_batches]() { return run_schedule(*options, micro_batches->count() > 0); };
 }
 
 }  // namespace chimera::cli

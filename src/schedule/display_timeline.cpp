@@ -1,6 +1,5 @@
 #include <algorithm>
 
-#include "chimera/core/error.hpp"
 #include "chimera/schedule/render.hpp"
 #include "op_graph.hpp"
 
@@ -8,22 +7,20 @@ namespace chimera::schedule {
 
 std::vector<std::vector<OpSpan>> display_timeline(const Schedule& schedule, const SimResult& result,
                                                   const Costs& costs) {
-  std::string problem;
-  const auto graph = detail::OpGraph::build(schedule, problem);
-  CHIMERA_CHECK(graph.has_value(), "display of an unverified schedule: {}", problem);
+  const detail::OpGraph graph = detail::verified_graph(schedule);
   std::vector<std::vector<OpSpan>> shown = result.timeline;
   const double message = costs.alpha + costs.beta * costs.activation_bytes / schedule.mb_split;
   for (int w = 0; w < schedule.workers; ++w) {
     auto& line = shown[w];
     // Backwards through the worker, so a run of entering forwards moves as one.
     for (int k = static_cast<int>(line.size()) - 1; k >= 0; --k) {
-      const int id = graph->id(w, k);
-      if (!graph->inputs(id).empty()) continue;
+      const int id = graph.id(w, k);
+      if (!graph.inputs(id).empty()) continue;
       double latest_end =
           k + 1 < static_cast<int>(line.size()) ? line[k + 1].start : result.makespan;
-      for (int consumer : graph->consumers(id)) {
-        const OpSpan& c = shown[graph->worker(consumer)][graph->index(consumer)];
-        latest_end = std::min(latest_end, c.start - (graph->worker(consumer) == w ? 0 : message));
+      for (int consumer : graph.consumers(id)) {
+        const OpSpan& c = shown[graph.worker(consumer)][graph.index(consumer)];
+        latest_end = std::min(latest_end, c.start - (graph.worker(consumer) == w ? 0 : message));
       }
       const double duration = line[k].end - line[k].start;
       const double start = std::max(line[k].start, latest_end - duration);

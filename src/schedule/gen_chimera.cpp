@@ -18,7 +18,8 @@
 // scheduling on unit slots: each free worker runs, among its ready ops, forwards before
 // backwards, older micro-batches first, lower pipes first; a stage keeps at most D/f micro-
 // batches in flight before it may start another forward. For N >= 2D (halving: N >= D) this
-// leaves D/f-2 idle slots per worker, like the N = D unit, with twice the activations per slot.
+// leaves D/f-2 idle slots per worker, like the N = D unit. Doubling holds twice the activations
+// of the N = D unit; halving, whose micro-batches are half as large, the same.
 #include <limits>
 #include <optional>
 #include <tuple>

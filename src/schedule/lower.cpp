@@ -1,6 +1,5 @@
 #include "chimera/schedule/lower.hpp"
 
-#include "chimera/schedule/verify.hpp"
 #include "op_graph.hpp"
 
 namespace chimera::schedule {
@@ -18,9 +17,7 @@ void add_receives(const Schedule& s, const detail::OpGraph& g, int id, InstrKind
 }  // namespace
 
 Program lower(const Schedule& schedule) {
-  verify(schedule);
-  std::string problem;
-  const detail::OpGraph g = *detail::OpGraph::build(schedule, problem);
+  const detail::OpGraph g = detail::verified_graph(schedule);
 
   // The last weight-gradient op (B or W) of each stage on each worker: GradReady follows it.
   std::vector<std::vector<int>> last_grad(static_cast<std::size_t>(schedule.workers),
@@ -37,6 +34,12 @@ Program lower(const Schedule& schedule) {
   for (int w = 0; w < schedule.workers; ++w) {
     std::vector<Instr>& out = program.workers[w];
     const int count = static_cast<int>(schedule.ops[w].size());
+    // Compute, GradReady, and per remote input a post, a wait and (on the producer) a send.
+    std::size_t remote_inputs = 0;
+    for (int k = 0; k < count; ++k) {
+      for (const detail::OpInput& in : g.inputs(g.id(w, k))) remote_inputs += in.remote ? 1 : 0;
+    }
+    out.reserve(static_cast<std::size_t>(count) + 3 * remote_inputs + schedule.stages);
     if (count > 0) add_receives(schedule, g, g.id(w, 0), InstrKind::PostRecv, out);
     for (int k = 0; k < count; ++k) {
       const int id = g.id(w, k);

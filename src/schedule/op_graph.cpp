@@ -1,5 +1,7 @@
 #include "op_graph.hpp"
 
+#include "chimera/core/error.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -272,6 +274,8 @@ std::string OpGraph::describe_cycle(const Schedule& s, const std::vector<int>& o
     for (const OpInput& in : inputs(id)) {
       if (next < 0 && !done[in.producer]) next = in.producer;
     }
+    CHIMERA_CHECK(next >= 0, "op {} was left out of the topological order with nothing to wait for",
+                  id);
     id = next;
   }
   const std::vector<int> cycle(path.begin() + seen_at[id], path.end());

@@ -55,6 +55,10 @@ class OpGraph {
   std::vector<int> consumers_;
 };
 
+// The graph of a schedule that passes the verifier; throws chimera::Error (as verify() does)
+// describing the first problem otherwise.
+OpGraph verified_graph(const Schedule& schedule);
+
 // The message an input becomes when it crosses workers.
 Message input_message(const Schedule& schedule, const OpGraph& graph, int consumer,
                       const OpInput& input);

@@ -5,7 +5,6 @@
 #include <numeric>
 
 #include "chimera/core/error.hpp"
-#include "chimera/schedule/verify.hpp"
 #include "op_graph.hpp"
 
 namespace chimera::schedule {
@@ -43,16 +42,14 @@ struct Simulator::Graph {
 };
 
 Simulator::Simulator(const Schedule& schedule) {
-  verify(schedule);
-  std::string problem;
-  const detail::OpGraph g = *detail::OpGraph::build(schedule, problem);
+  const detail::OpGraph g = detail::verified_graph(schedule);
   auto graph = std::make_unique<Graph>();
   Graph& G = *graph;
   G.workers = schedule.workers;
   G.stages = schedule.stages;
   G.stage_scale = static_cast<double>(schedule.workers) / schedule.stages;
   G.mb_split = schedule.mb_split;
-  G.order = g.topological_order();
+  G.order = g.topological_order();  // complete: the graph is verified
   const int n = g.size();
   G.worker_of.resize(static_cast<std::size_t>(n));
   G.index_of.resize(static_cast<std::size_t>(n));

@@ -1,5 +1,4 @@
 // `chimera schedule`: generate, verify, simulate and print pipeline schedules (DESIGN §6).
-#include <cmath>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -18,6 +17,8 @@ namespace {
 struct ScheduleOptions {
   schedule::ScheduleRequest request{"chimera", 4, 0, "direct", 0, 0};
   std::string cost = "1:1";
+  double allreduce = 0;   // time to move one stage's gradient once (Rabenseifner: 2(r-1)/r of it)
+  int data_parallel = 1;  // W: replicas of the pipeline group
   std::string format = "grid";
   bool compare = false;
 };
@@ -36,8 +37,9 @@ schedule::Costs parse_cost(const std::string& text) {
     } catch (const std::exception&) {
       used = 0;
     }
-    CHIMERA_REQUIRE(used == part.size() && used > 0 && std::isfinite(value) && value > 0,
-                    "--cost '{}': expected F:B or F:B:W with numbers > 0, e.g. 1:2 or 1:2:1", text);
+    CHIMERA_REQUIRE(
+        used == part.size() && used > 0 && value > 0 && value <= 1e9,
+        "--cost '{}': expected F:B or F:B:W with numbers in (0, 1e9], e.g. 1:2 or 1:2:1", text);
     parts.push_back(value);
     if (end == std::string::npos) break;
     begin = end + 1;
@@ -66,7 +68,16 @@ int run_schedule(const ScheduleOptions& o, bool micro_batches_given) {
                stdout);
     return 0;
   }
-  const schedule::Costs costs = parse_cost(o.cost);
+  schedule::Costs costs = parse_cost(o.cost);
+  CHIMERA_REQUIRE(o.allreduce >= 0 && o.allreduce <= 1e9,
+                  "--allreduce {}: expected a time in [0, 1e9]", o.allreduce);
+  CHIMERA_REQUIRE(o.data_parallel >= 1 && o.data_parallel <= 1 << 20,
+                  "--data-parallel {}: expected W >= 1", o.data_parallel);
+  // Only the allreduce uses bytes here (messages between stages are free), so beta = 1 makes
+  // stage_grad_bytes the time to move one stage's gradient once.
+  costs.beta = 1;
+  costs.stage_grad_bytes = o.allreduce;
+  costs.data_parallel = o.data_parallel;
   const schedule::Schedule s = schedule::make_schedule(request);
   if (o.format == "json") {
     std::fputs(schedule::schedule_to_json(s).c_str(), stdout);
@@ -112,6 +123,13 @@ Run add_schedule_command(CLI::App& app) {
                   "op costs F:B or F:B:W for the simulation (grid, csv, svg), per micro-batch "
                   "through 1/D of the model. A doubled forward costs 2F, a halved backward B/2; "
                   "zb-h1 splits B into I = B - W and W (I = W = B/2 without W). Default 1:1");
+  sub->add_option("--allreduce", options->allreduce,
+                  "time to move one stage's gradient once, in --cost units (default 0: no "
+                  "allreduce). A stage's allreduce over r replicas takes 2(r-1)/r of it "
+                  "(Rabenseifner); it starts after the last backward of that stage");
+  sub->add_option("--data-parallel", options->data_parallel,
+                  "W: data-parallel replicas of the pipeline group; a stage's allreduce runs "
+                  "over W x (workers holding it) replicas (default 1)");
   sub->add_option("--format", options->format,
                   "grid (paper-style worker x time table with statistics), json (the schedule, "
                   "DESIGN §3), csv (one row per worker), svg (Gantt chart). Default grid")

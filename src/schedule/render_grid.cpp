@@ -36,7 +36,10 @@ double time_quantum(const std::vector<std::vector<OpSpan>>& timeline) {
 
 std::string render_grid(const Schedule& s, const SimResult& r, const Costs& costs) {
   const auto timeline = display_timeline(s, r, costs);
-  const double q = time_quantum(timeline);
+  // Costs far apart (1:10^6) would need millions of columns: then a column stands for more and
+  // ops shorter than it may hide each other.
+  constexpr double kMaxColumns = 4096;
+  const double q = std::max(time_quantum(timeline), r.makespan / kMaxColumns);
   const auto columns = static_cast<std::size_t>(std::max(0.0, std::ceil(r.makespan / q - 1e-9)));
 
   std::size_t width = 2;
@@ -75,6 +78,11 @@ std::string render_grid(const Schedule& s, const SimResult& r, const Costs& cost
                      detail::join_numbers(r.peak_activations));
   out += fmt::format("weight copies     {}  (stages of 1/D of the model per worker)\n",
                      detail::join_numbers(r.weight_copies));
+  if (r.allreduce_total > 0) {
+    out +=
+        fmt::format("allreduce         {:g} in all, {:g} hidden, {:g} exposed: iteration {:g}\n",
+                    r.allreduce_total, r.allreduce_hidden, r.allreduce_exposed, r.iteration_time);
+  }
   return out;
 }
 

@@ -31,6 +31,15 @@ TEST(Render, GridColumnsFollowTheCosts) {
                                                ".", "."}));
 }
 
+TEST(Render, GridStaysPrintableForFarApartCosts) {
+  const Schedule s = make_schedule(request("1f1b", 2, 2));
+  const Costs c = Costs::forward_backward(1e-3, 1e6);
+  const auto rows = grid_cells(render_grid(s, simulate(s, c), c));
+  ASSERT_EQ(rows.size(), 2U);
+  EXPECT_LE(rows[0].size(), 4096U);
+  EXPECT_GE(rows[0].size(), 4000U);
+}
+
 TEST(Render, GridShowsInjectionsJustInTime) {
   // The simulator starts F1d0 right after F0d0; the grid draws it where the paper does.
   const Schedule s = make_schedule(request("chimera", 4, 4));

@@ -26,6 +26,7 @@ struct TrainFlags {
   std::optional<int> eval_every;
   bool resume = false;
   std::string init;
+  int stop_after = 0;
   bool help_config = false;
 };
 
@@ -82,6 +83,9 @@ Run add_train_command(CLI::App& app) {
   cmd->add_option("--init", f->init,
                   "Start from the weights of this checkpoint (step 0, fresh optimizer state); "
                   "any D and W can load it");
+  cmd->add_option("--stop-after", f->stop_after,
+                  "Run at most K steps in this invocation, then checkpoint and exit; the LR "
+                  "schedule still spans train.steps (for chains of jobs shorter than the run)");
   cmd->add_option("--eval-every", f->eval_every,
                   "Validation loss on data.val every K steps (train.eval_every)");
   cmd->add_flag("--help-config", f->help_config, "List every config key with its default");
@@ -99,7 +103,9 @@ Run add_train_command(CLI::App& app) {
       comm::check_same_config(MPI_COMM_WORLD, request.config.hash());
       request.resume = f->resume;
       request.init = f->init;
-      runtime::run_training(request, MPI_COMM_WORLD);
+      request.stop_after = f->stop_after;
+      runtime::Trainer trainer(request, MPI_COMM_WORLD);
+      trainer.run();
     } catch (const comm::AgreedError& e) {
       // Every rank has the same error; rank 0 says it once and all leave with its status.
       if (mpi.rank() == 0) log::error("{}", e.what());

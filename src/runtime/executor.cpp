@@ -18,17 +18,6 @@ using schedule::Op;
 using schedule::OpKind;
 using schedule::Payload;
 
-std::string op_label(const schedule::Schedule& sched, const Op& op) {
-  std::string pipe;
-  if (sched.pipes() == 2 && sched.scheme != "interleaved") {
-    pipe = op.pipe == 0 ? "down" : "up";
-  } else if (sched.pipes() > 1) {
-    pipe = fmt::format("p{}", op.pipe);
-  }
-  return fmt::format("{}{} s{}{}{}", schedule::op_letter(op.kind), fmt::join(op.mbs, ","), op.stage,
-                     pipe.empty() ? "" : " ", pipe);
-}
-
 struct Executor::Impl {
   const schedule::Schedule& sched;
   const comm::Topology& topo;
@@ -271,7 +260,7 @@ IterationResult Executor::run(std::int64_t step, const MicroBatchInputs& inputs,
           r.loss_sum += loss;
           r.loss_count += static_cast<int>(op.mbs.size());
         }
-        record(op_label(x.sched, op), io::TraceLane::Compute, t0, t1);
+        record(schedule::op_label(x.sched, op), io::TraceLane::Compute, t0, t1);
         break;
       }
       case InstrKind::Send:

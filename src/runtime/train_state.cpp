@@ -128,4 +128,28 @@ io::CheckpointMeta TrainState::load(const std::string& path, bool weights_only) 
   return meta;
 }
 
+std::optional<std::vector<float>> TrainState::host_tensor(const std::string& name) const {
+  std::string base = name;
+  int moment = 0;  // 0 weights, 1 exp_avg, 2 exp_avg_sq
+  for (const int k : {1, 2}) {
+    const std::string prefix = k == 1 ? io::exp_avg_name("") : io::exp_avg_sq_name("");
+    if (name.rfind(prefix, 0) == 0) {
+      base = name.substr(prefix.size());
+      moment = k;
+    }
+  }
+  for (const auto* t : worker_.tensors()) {
+    if (t->name != base) continue;
+    std::vector<float> host(t->numel);
+    const float* buffer = worker_.params_of(*t);
+    if (moment != 0) {
+      const auto& m = *moments_.at(t->stage);
+      buffer = moment == 1 ? m.m.f32() : m.v.f32();
+    }
+    worker_.read_tensor(*t, buffer, host);
+    return host;
+  }
+  return std::nullopt;
+}
+
 }  // namespace chimera::runtime

@@ -127,27 +127,14 @@ StepStats reduce_step(MPI_Comm world, const IterationResult& r, double iter_s,
 
 }  // namespace
 
-void run_training(const TrainRequest& request, MPI_Comm world) {
-  int rank = 0, size = 1;
-  MPI_CHECK(MPI_Comm_rank(world, &rank));
-  MPI_CHECK(MPI_Comm_size(world, &size));
-  const Config& config = request.config;
-
+struct Trainer::Impl {
+  TrainRequest request;
+  MPI_Comm world;
+  int rank = 0;
+  int size = 1;
   RunPlan plan;
-  comm::all_or_none(world, [&] {
-    plan = RunPlan::make(config, size, rank);
-    CHIMERA_REQUIRE(!(request.resume && !request.init.empty()),
-                    "--resume and --init exclude each other: --resume continues a run from "
-                    "checkpoint.dir, --init starts a new one from a checkpoint's weights");
-    CHIMERA_REQUIRE(!request.resume || !config.checkpoint.dir.empty(),
-                    "--resume needs the checkpoint directory: --save-dir DIR (checkpoint.dir)");
-    CHIMERA_REQUIRE(!plan.emulate || (config.checkpoint.dir.empty() && request.init.empty() &&
-                                      config.train.eval_every == 0),
-                    "--compute emulate has no weights: drop --save-dir, --init and --eval-every");
-  });
-  const comm::Communicators comms(plan.topology, world);
-  const comm::WaitPolicy wait_policy;
-
+  std::unique_ptr<comm::Communicators> comms;
+  comm::WaitPolicy wait_policy;
   std::unique_ptr<backend::Backend> backend;
   std::unique_ptr<model::GPT2Worker> worker;
   std::unique_ptr<StageCompute> compute;
@@ -158,51 +145,80 @@ void run_training(const TrainRequest& request, MPI_Comm world) {
   std::int64_t start_step = 0;
   std::int64_t resume_cursor = 0;  // data stream position at start_step
   std::size_t params = 0;
-  comm::all_or_none(world, [&] {
-    const model::ParameterLayout layout(plan.model, plan.partition);
-    params = layout.tied().numel;
-    for (int s = 0; s < plan.schedule.stages; ++s) {
-      for (const auto& t : layout.stage_tensors(s)) params += t.numel;
-    }
-    if (plan.emulate) {
-      compute = make_emulated(plan);
-    } else {
-      backend = backend::make_backend(config.runtime.backend);
-      worker = std::make_unique<model::GPT2Worker>(
-          *backend, plan.model, plan.partition, plan.topology.held,
-          model::GPT2Worker::Options{plan.schedule_mb_size, plan.seq_len,
-                                     config.parallel.recompute});
-      worker->init_parameters(static_cast<std::uint64_t>(config.train.seed));
-      compute = std::make_unique<ModelCompute>(*worker);
-      state.emplace(plan, *backend, *worker, comms);
-      if (config.train.eval_every > 0) evaluator.emplace(plan, *worker, comms, wait_policy);
-    }
-    feed.emplace(plan);
-    if (!config.checkpoint.dir.empty()) {
-      checkpoints.emplace(config.checkpoint.dir, config.checkpoint.keep);
-    }
-    if (request.resume) {
-      if (const auto latest = checkpoints->latest()) {
-        const auto meta = state->load(*latest, false);
-        start_step = meta.step;
-        resume_cursor = meta.data_cursor;
-        log::info("resumed from {} at step {}", *latest, start_step);
-      } else {
-        log::info("no checkpoint in {} yet: starting from step 0", config.checkpoint.dir);
-      }
-    } else if (!request.init.empty()) {
-      state->load(request.init, true);
-      log::info("initialised weights from {}", request.init);
-    }
-  });
+  std::vector<double> losses;
 
+  Impl(const TrainRequest& req, MPI_Comm w);
+  void setup_compute();
+  void run();
+};
+
+Trainer::Impl::Impl(const TrainRequest& req, MPI_Comm w) : request(req), world(w) {
+  MPI_CHECK(MPI_Comm_rank(world, &rank));
+  MPI_CHECK(MPI_Comm_size(world, &size));
+  const Config& config = request.config;
+  comm::all_or_none(world, [&] {
+    plan = RunPlan::make(config, size, rank);
+    CHIMERA_REQUIRE(!(request.resume && !request.init.empty()),
+                    "--resume and --init exclude each other: --resume continues a run from "
+                    "checkpoint.dir, --init starts a new one from a checkpoint's weights");
+    CHIMERA_REQUIRE(request.stop_after >= 0, "--stop-after {}: must be >= 0", request.stop_after);
+    CHIMERA_REQUIRE(!request.resume || !config.checkpoint.dir.empty(),
+                    "--resume needs the checkpoint directory: --save-dir DIR (checkpoint.dir)");
+    CHIMERA_REQUIRE(!plan.emulate || (config.checkpoint.dir.empty() && request.init.empty() &&
+                                      config.train.eval_every == 0),
+                    "--compute emulate has no weights: drop --save-dir, --init and --eval-every");
+  });
+  comms = std::make_unique<comm::Communicators>(plan.topology, world);
+  comm::all_or_none(world, [&] { setup_compute(); });
   log::info("{}", header(plan, params));
   log::info("{}", plan.topology.describe());
   if (plan.emulate) {
     log::info("simulator: {:.2f} ms per iteration for these costs", predicted_ms(plan));
   }
+}
 
-  Executor executor(plan.schedule, plan.program, plan.topology, comms, *compute, wait_policy);
+void Trainer::Impl::setup_compute() {
+  const Config& config = request.config;
+  const model::ParameterLayout layout(plan.model, plan.partition);
+  params = layout.tied().numel;
+  for (int s = 0; s < plan.schedule.stages; ++s) {
+    for (const auto& t : layout.stage_tensors(s)) params += t.numel;
+  }
+  if (plan.emulate) {
+    compute = make_emulated(plan);
+  } else {
+    backend = backend::make_backend(config.runtime.backend);
+    worker = std::make_unique<model::GPT2Worker>(
+        *backend, plan.model, plan.partition, plan.topology.held,
+        model::GPT2Worker::Options{plan.schedule_mb_size, plan.seq_len,
+                                   config.parallel.recompute});
+    worker->init_parameters(static_cast<std::uint64_t>(config.train.seed));
+    compute = std::make_unique<ModelCompute>(*worker);
+    state.emplace(plan, *backend, *worker, *comms);
+    if (config.train.eval_every > 0) evaluator.emplace(plan, *worker, *comms, wait_policy);
+  }
+  feed.emplace(plan);
+  if (!config.checkpoint.dir.empty()) {
+    checkpoints.emplace(config.checkpoint.dir, config.checkpoint.keep);
+  }
+  if (request.resume) {
+    if (const auto latest = checkpoints->latest()) {
+      const auto meta = state->load(*latest, false);
+      start_step = meta.step;
+      resume_cursor = meta.data_cursor;
+      log::info("resumed from {} at step {}", *latest, start_step);
+    } else {
+      log::info("no checkpoint in {} yet: starting from step 0", config.checkpoint.dir);
+    }
+  } else if (!request.init.empty()) {
+    state->load(request.init, true);
+    log::info("initialised weights from {}", request.init);
+  }
+}
+
+void Trainer::Impl::run() {
+  const Config& config = request.config;
+  Executor executor(plan.schedule, plan.program, plan.topology, *comms, *compute, wait_policy);
   TraceCollector trace(world, config.log.trace);
   io::MetricsWriter metrics;
   if (rank == 0 && !config.log.metrics.empty()) {
@@ -218,7 +234,6 @@ void run_training(const TrainRequest& request, MPI_Comm world) {
   double sum_iter_s = 0.0, sum_bubble = 0.0;
   int timed_steps = 0;
   std::int64_t step = start_step;
-  std::string last_saved;
   const Stopwatch run_clock;
   try {
     for (; step < steps; ++step) {
@@ -236,8 +251,10 @@ void run_training(const TrainRequest& request, MPI_Comm world) {
         state->optimizer_step(static_cast<int>(step), lr,
                               optim::clip_scale(grad_norm, config.train.grad_clip));
       }
-      const StepStats s = reduce_step(world, r, iter_clock.seconds(),
-                                      compute->peak_activation_bytes(), g_stop_signal != 0);
+      const StepStats s = reduce_step(world, r, iter_clock.seconds(), compute->peak_activation_bytes(),
+                                g_stop_signal != 0);
+      const bool stop_here = request.stop_after > 0 && step + 1 - start_step >= request.stop_after;
+      losses.push_back(s.loss);
       if (step > start_step || steps - start_step == 1) {  // the first step warms caches up
         sum_iter_s += s.iter_s;
         sum_bubble += s.bubble;
@@ -266,16 +283,17 @@ void run_training(const TrainRequest& request, MPI_Comm world) {
             m.tokens_per_s, 100.0 * s.bubble, static_cast<double>(s.peak_act) / (1 << 20));
       }
       const bool save_now =
-          checkpoints && (s.stop || step + 1 == steps ||
+          checkpoints && (s.stop || stop_here || step + 1 == steps ||
                           (config.checkpoint.every > 0 && (step + 1) % config.checkpoint.every == 0));
       if (save_now) {
         const io::CheckpointMeta meta{step + 1, config.train.seed, cursor + plan.global_batch,
                                       config.to_toml()};
-        last_saved = state->save(*checkpoints, meta);
-        log::info("saved {}", last_saved);
+        log::info("saved {}", state->save(*checkpoints, meta));
       }
-      if (s.stop) {
-        log::info("stopping after step {} on signal {}", step + 1, static_cast<int>(g_stop_signal));
+      if (s.stop || stop_here) {
+        log::info("stopping after step {}{}", step + 1,
+                  s.stop ? fmt::format(" on signal {}", static_cast<int>(g_stop_signal))
+                         : fmt::format(" (--stop-after {})", request.stop_after));
         ++step;
         break;
       }
@@ -294,6 +312,17 @@ void run_training(const TrainRequest& request, MPI_Comm world) {
               100.0 * sum_bubble / timed_steps,
               config.log.trace.empty() ? "" : fmt::format("; trace in {}", config.log.trace));
   }
+}
+
+Trainer::Trainer(const TrainRequest& request, MPI_Comm world)
+    : impl_(std::make_unique<Impl>(request, world)) {}
+Trainer::~Trainer() = default;
+void Trainer::run() { impl_->run(); }
+const std::vector<double>& Trainer::losses() const { return impl_->losses; }
+
+std::optional<std::vector<float>> Trainer::tensor(const std::string& name) const {
+  if (!impl_->worker) return std::nullopt;
+  return impl_->state->host_tensor(name);
 }
 
 }  // namespace chimera::runtime

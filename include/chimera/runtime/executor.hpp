@@ -54,7 +54,4 @@ class Executor {
   std::unique_ptr<Impl> impl_;
 };
 
-// Human-readable op label for traces and logs, e.g. "F3 s1 down", "B0,1 s2 p3".
-std::string op_label(const schedule::Schedule& sched, const schedule::Op& op);
-
 }  // namespace chimera::runtime

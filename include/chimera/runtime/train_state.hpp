@@ -5,6 +5,7 @@
 // (replica 0, the lowest worker holding its stage) and read by every rank that holds it.
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,10 @@ class TrainState {
   // Loads weights (and the AdamW moments unless `weights_only`) for the held tensors; checks
   // that the file matches this model. Returns the file's metadata.
   io::CheckpointMeta load(const std::string& path, bool weights_only);
+
+  // A held tensor (or AdamW moment, optim/exp_avg[_sq]/<name>) in Hugging Face layout; nullopt
+  // when this worker holds no copy.
+  std::optional<std::vector<float>> host_tensor(const std::string& name) const;
 
  private:
   std::vector<io::TensorSpec> specs(bool with_moments) const;

@@ -1,0 +1,24 @@
+#pragma once
+// How the CPU kernels split work between OpenMP threads without making results depend on the
+// split: rows are independent; column reductions give each thread whole columns.
+#include <algorithm>
+
+#include "vector_math.hpp"
+
+namespace chimera::backend::cpu {
+
+struct ColumnRange {
+  Index begin;
+  Index end;
+};
+
+// Columns of a C-wide matrix owned by thread `thread` of `threads`: contiguous groups of kLanes
+// columns (the last group may be partial), as even as the groups allow.
+inline ColumnRange column_range(Index C, int thread, int threads) {
+  const Index groups = (C + kLanes - 1) / kLanes;
+  const Index first = groups * thread / threads;
+  const Index last = groups * (thread + 1) / threads;
+  return {std::min(C, first * kLanes), std::min(C, last * kLanes)};
+}
+
+}  // namespace chimera::backend::cpu

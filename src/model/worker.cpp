@@ -209,20 +209,25 @@ float GPT2Worker::forward(int stage, int mb, const ForwardInput& input, float* o
   HeldStage& h = held(stage);
   CHIMERA_CHECK(!slots_.contains({stage, mb}),
                 "forward of stage {} micro-batch {} again before its backward", stage, mb);
+  // Every check before the first allocation, so that a rejected call holds no memory.
+  if (h.shape.first) check_ids(input.tokens, "token", mb);
+  if (!h.shape.first) {
+    CHIMERA_CHECK(input.activation != nullptr, "stage {} needs an input activation", stage);
+  }
+  if (h.shape.last) check_ids(input.targets, "target", mb);
+  if (!h.shape.last) CHIMERA_CHECK(output != nullptr, "stage {} needs an output buffer", stage);
+
   const Index N = dims_.N(), C = dims_.C;
   backend::DeviceBuffer acts = pool_->acquire(h.acts.full_bytes());
   std::byte* base = bytes_of(acts);
   if (h.shape.first) {
-    check_ids(input.tokens, "token", mb);
     be_.copy_from_host(h.acts.tokens(base), input.tokens.data(), input.tokens.size_bytes());
     be_.embedding_forward(h.acts.input(base), h.acts.tokens(base), tied_params_.f32(),
                           h.params.f32() + layout_.wpe_offset(), dims_.B, dims_.T, C);
   } else {
-    CHIMERA_CHECK(input.activation != nullptr, "stage {} needs an input activation", stage);
     be_.copy(h.acts.input(base), input.activation, message_floats() * sizeof(float));
   }
   if (h.shape.last) {
-    check_ids(input.targets, "target", mb);
     be_.copy_from_host(h.acts.targets(base), input.targets.data(), input.targets.size_bytes());
   }
   run_blocks(h, base);
@@ -235,7 +240,6 @@ float GPT2Worker::forward(int stage, int mb, const ForwardInput& input, float* o
     for (const float l : losses) sum += l;
     loss = static_cast<float>(sum / static_cast<double>(N));
   } else {
-    CHIMERA_CHECK(output != nullptr, "stage {} needs an output buffer", stage);
     be_.copy(output, h.acts.output(base), message_floats() * sizeof(float));
   }
 

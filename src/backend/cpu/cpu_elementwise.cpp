@@ -15,13 +15,13 @@ constexpr float kGeluCubic = 0.044715F;
 }  // namespace
 
 void CpuBackend::accumulate(float* dst, const float* src, Index n) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (n >= kParallelMinElements)
   for (Index i = 0; i < n; ++i) dst[i] += src[i];
 }
 
 void CpuBackend::broadcast_bias(float* out, const float* residual, const float* bias, Index N,
                                 Index C) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (N * C >= kParallelMinElements)
   for (Index r = 0; r < N; ++r) {
     float* row = out + r * C;
     if (residual != nullptr) {
@@ -34,7 +34,7 @@ void CpuBackend::broadcast_bias(float* out, const float* residual, const float* 
 }
 
 void CpuBackend::bias_backward(float* dbias, const float* dout, Index N, Index C) {
-#pragma omp parallel
+#pragma omp parallel if (N * C >= kParallelMinElements)
   {
     const auto [begin, end] = column_range(C, omp_get_thread_num(), omp_get_num_threads());
     std::vector<float> sum(static_cast<std::size_t>(end - begin), 0.0F);
@@ -47,7 +47,7 @@ void CpuBackend::bias_backward(float* dbias, const float* dout, Index N, Index C
 }
 
 void CpuBackend::gelu_forward(float* out, const float* inp, Index n) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (n >= kParallelMinElements)
   for (Index i = 0; i < n; ++i) {
     const float x = inp[i];
     const float u = kGeluScale * (x + kGeluCubic * x * x * x);
@@ -56,7 +56,7 @@ void CpuBackend::gelu_forward(float* out, const float* inp, Index n) {
 }
 
 void CpuBackend::gelu_backward(float* dinp, const float* inp, const float* dout, Index n) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (n >= kParallelMinElements)
   for (Index i = 0; i < n; ++i) {
     const float x = inp[i];
     const float u = kGeluScale * (x + kGeluCubic * x * x * x);

@@ -9,7 +9,7 @@ namespace chimera::backend::cpu {
 
 void CpuBackend::embedding_forward(float* out, const std::int32_t* tokens, const float* wte,
                                    const float* wpe, Index B, Index T, Index C) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (B * T * C >= kParallelMinElements)
   for (Index bt = 0; bt < B * T; ++bt) {
     const float* token_row = wte + static_cast<Index>(tokens[bt]) * C;
     const float* position_row = wpe + (bt % T) * C;
@@ -20,7 +20,7 @@ void CpuBackend::embedding_forward(float* out, const std::int32_t* tokens, const
 
 void CpuBackend::embedding_backward(float* dwte, float* dwpe, const float* dout,
                                     const std::int32_t* tokens, Index B, Index T, Index C) {
-#pragma omp parallel
+#pragma omp parallel if (B * T * C >= kParallelMinElements)
   {
     const auto [begin, end] = column_range(C, omp_get_thread_num(), omp_get_num_threads());
     for (Index bt = 0; bt < B * T; ++bt) {

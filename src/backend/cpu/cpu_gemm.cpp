@@ -36,6 +36,13 @@ std::string blis_description() {
 
 namespace {
 
+// GEMMs with fewer multiply-adds than this run on one thread: waking the team costs more.
+constexpr Index kParallelMinMultiplyAdds = Index{1} << 18;
+
+int threads_for(Index m, Index n, Index k) {
+  return m * n * k >= kParallelMinMultiplyAdds ? omp_get_max_threads() : 1;
+}
+
 trans_t blis_trans(Trans t) {
   return t == Trans::Yes ? BLIS_TRANSPOSE : BLIS_NO_TRANSPOSE;
 }
@@ -62,8 +69,8 @@ void CpuBackend::gemm_strided_batched(Trans trans_a, Trans trans_b, Index m, Ind
                                       float alpha, const float* a, Index lda, Index stride_a,
                                       const float* b, Index ldb, Index stride_b, float beta,
                                       float* c, Index ldc, Index stride_c, Index batch) {
-  const int threads = omp_get_max_threads();
-  if (batch >= threads) {
+  const int threads = threads_for(m, n, k * batch);
+  if (threads > 1 && batch >= threads) {
     // One single-threaded GEMM per thread: small matrices parallelise badly inside BLIS.
 #pragma omp parallel for schedule(static)
     for (Index i = 0; i < batch; ++i) {
@@ -73,7 +80,7 @@ void CpuBackend::gemm_strided_batched(Trans trans_a, Trans trans_b, Index m, Ind
   } else {
     for (Index i = 0; i < batch; ++i) {
       blis_gemm(trans_a, trans_b, m, n, k, alpha, a + i * stride_a, lda, b + i * stride_b, ldb,
-                beta, c + i * stride_c, ldc, threads);
+                beta, c + i * stride_c, ldc, threads_for(m, n, k));
     }
   }
 }

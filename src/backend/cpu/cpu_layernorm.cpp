@@ -18,7 +18,7 @@ constexpr float kLayerNormEps = 1e-5F;  // GPT-2's layer_norm_epsilon
 void CpuBackend::layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
                                    const float* weight, const float* bias, Index N, Index C) {
   const float inv_c = 1.0F / static_cast<float>(C);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (N * C >= kParallelMinElements)
   for (Index r = 0; r < N; ++r) {
     const float* x = inp + r * C;
     const float m = ordered_sum(C, [x](Index i) { return x[i]; }) * inv_c;
@@ -35,7 +35,7 @@ void CpuBackend::layernorm_backward_input(float* dinp, const float* dresidual, c
                                           const float* inp, const float* weight, const float* mean,
                                           const float* rstd, Index N, Index C) {
   const float inv_c = 1.0F / static_cast<float>(C);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (N * C >= kParallelMinElements)
   for (Index r = 0; r < N; ++r) {
     const float* x = inp + r * C;
     const float* dy = dout + r * C;
@@ -58,7 +58,7 @@ void CpuBackend::layernorm_backward_input(float* dinp, const float* dresidual, c
 void CpuBackend::layernorm_backward_params(float* dweight, float* dbias, const float* dout,
                                            const float* inp, const float* mean, const float* rstd,
                                            Index N, Index C) {
-#pragma omp parallel
+#pragma omp parallel if (N * C >= kParallelMinElements)
   {
     const auto [begin, end] = column_range(C, omp_get_thread_num(), omp_get_num_threads());
     const auto width = static_cast<std::size_t>(end - begin);

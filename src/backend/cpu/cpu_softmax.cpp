@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "cpu_backend.hpp"
+#include "parallel.hpp"
 #include "vector_math.hpp"
 
 namespace chimera::backend::cpu {
@@ -21,7 +22,7 @@ float exponentiate_in_place(float* x, Index n, float max) {
 }  // namespace
 
 void CpuBackend::causal_softmax_forward(float* att, Index T, Index matrices) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (matrices * T * T >= kParallelMinElements)
   for (Index row = 0; row < matrices * T; ++row) {
     const Index t = row % T;
     float* x = att + row * T;
@@ -34,7 +35,7 @@ void CpuBackend::causal_softmax_forward(float* att, Index T, Index matrices) {
 
 void CpuBackend::causal_softmax_backward(float* dpre, const float* att, const float* datt, Index T,
                                          Index matrices) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (matrices * T * T >= kParallelMinElements)
   for (Index row = 0; row < matrices * T; ++row) {
     const Index t = row % T;
     const float* p = att + row * T;
@@ -49,7 +50,7 @@ void CpuBackend::causal_softmax_backward(float* dpre, const float* att, const fl
 void CpuBackend::softmax_cross_entropy_forward(float* logits, float* losses,
                                                const std::int32_t* targets, Index N, Index V,
                                                Index ld) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (N * V >= kParallelMinElements)
   for (Index r = 0; r < N; ++r) {
     float* x = logits + r * ld;
     const float target_logit = x[targets[r]];
@@ -64,7 +65,6 @@ void CpuBackend::softmax_cross_entropy_forward(float* logits, float* losses,
 
 void CpuBackend::softmax_cross_entropy_backward(float* probs, const std::int32_t* targets, Index N,
                                                 Index ld) {
-#pragma omp parallel for schedule(static)
   for (Index r = 0; r < N; ++r) probs[r * ld + targets[r]] -= 1.0F;
 }
 

@@ -7,6 +7,9 @@
 
 namespace chimera::backend::cpu {
 
+// Kernels with less work than this many elements run on one thread: waking the team costs more.
+inline constexpr Index kParallelMinElements = 1 << 15;
+
 struct ColumnRange {
   Index begin;
   Index end;

@@ -1,5 +1,12 @@
-// GEMM through BLIS's typed expert API (row-major = row stride ld, column stride 1), with the
-// thread count of each call given explicitly so that batched calls can run one GEMM per thread.
+// GEMM through BLIS's typed expert API (row-major = row stride ld, column stride 1).
+//
+// Threads: every BLIS call here is single-threaded, and a large GEMM is split into one call per
+// OpenMP thread on a slab of C's rows (or columns, when C is wider than tall). BLIS's own threads
+// synchronise with spinning barriers that never yield; on a machine shared with other jobs (the
+// normal case on a login node or a laptop) a waiting thread burns its time slice while the one it
+// waits for is descheduled: measured at 50% of a training step, and 1.5-5x slower GEMMs than the
+// split, which meets one OpenMP barrier per GEMM. Each element of C is computed by the same
+// micro-kernel arithmetic in either case, so results are bit-identical for any thread count.
 #include <blis.h>
 #include <omp.h>
 
@@ -48,10 +55,10 @@ trans_t blis_trans(Trans t) {
 }
 
 void blis_gemm(Trans trans_a, Trans trans_b, Index m, Index n, Index k, float alpha, const float* a,
-               Index lda, const float* b, Index ldb, float beta, float* c, Index ldc, int threads) {
+               Index lda, const float* b, Index ldb, float beta, float* c, Index ldc) {
   rntm_t rntm;
   bli_rntm_init(&rntm);
-  bli_rntm_set_num_threads(threads, &rntm);
+  bli_rntm_set_num_threads(1, &rntm);
   // BLIS takes non-const pointers but reads A, B, alpha and beta only.
   bli_sgemm_ex(blis_trans(trans_a), blis_trans(trans_b), m, n, k, &alpha, const_cast<float*>(a),
                lda, 1, const_cast<float*>(b), ldb, 1, &beta, c, ldc, 1, nullptr, &rntm);
@@ -62,7 +69,33 @@ void blis_gemm(Trans trans_a, Trans trans_b, Index m, Index n, Index k, float al
 void CpuBackend::gemm(Trans trans_a, Trans trans_b, Index m, Index n, Index k, float alpha,
                       const float* a, Index lda, const float* b, Index ldb, float beta, float* c,
                       Index ldc) {
-  blis_gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, omp_get_max_threads());
+  const int threads = threads_for(m, n, k);
+  if (threads == 1) {
+    blis_gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    return;
+  }
+#pragma omp parallel num_threads(threads)
+  {
+    const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+    // Slab boundaries on multiples of the micro-tile keep the edge tiles few.
+    const auto bound = [&](Index extent, Index tile, int i) {
+      return i == nt ? extent : extent * i / nt / tile * tile;
+    };
+    if (m >= n) {
+      const Index r0 = bound(m, 32, t), r1 = bound(m, 32, t + 1);
+      const float* a_rows = trans_a == Trans::No ? a + r0 * lda : a + r0;
+      if (r1 > r0) {
+        blis_gemm(trans_a, trans_b, r1 - r0, n, k, alpha, a_rows, lda, b, ldb, beta, c + r0 * ldc,
+                  ldc);
+      }
+    } else {
+      const Index c0 = bound(n, 16, t), c1 = bound(n, 16, t + 1);
+      const float* b_cols = trans_b == Trans::No ? b + c0 : b + c0 * ldb;
+      if (c1 > c0) {
+        blis_gemm(trans_a, trans_b, m, c1 - c0, k, alpha, a, lda, b_cols, ldb, beta, c + c0, ldc);
+      }
+    }
+  }
 }
 
 void CpuBackend::gemm_strided_batched(Trans trans_a, Trans trans_b, Index m, Index n, Index k,
@@ -71,16 +104,15 @@ void CpuBackend::gemm_strided_batched(Trans trans_a, Trans trans_b, Index m, Ind
                                       float* c, Index ldc, Index stride_c, Index batch) {
   const int threads = threads_for(m, n, k * batch);
   if (threads > 1 && batch >= threads) {
-    // One single-threaded GEMM per thread: small matrices parallelise badly inside BLIS.
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) num_threads(threads)
     for (Index i = 0; i < batch; ++i) {
       blis_gemm(trans_a, trans_b, m, n, k, alpha, a + i * stride_a, lda, b + i * stride_b, ldb,
-                beta, c + i * stride_c, ldc, 1);
+                beta, c + i * stride_c, ldc);
     }
   } else {
     for (Index i = 0; i < batch; ++i) {
-      blis_gemm(trans_a, trans_b, m, n, k, alpha, a + i * stride_a, lda, b + i * stride_b, ldb,
-                beta, c + i * stride_c, ldc, threads_for(m, n, k));
+      gemm(trans_a, trans_b, m, n, k, alpha, a + i * stride_a, lda, b + i * stride_b, ldb, beta,
+           c + i * stride_c, ldc);
     }
   }
 }

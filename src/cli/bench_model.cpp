@@ -165,9 +165,9 @@ int run_bench_model(const BenchModelOptions& opt) {
 
   const std::size_t param_bytes =
       (worker.params(s).count + worker.tied_params().count) * sizeof(float);
-  const std::size_t grad_bytes = param_bytes + (first && last && partition.num_stages() == 1
-                                                    ? worker.tied_grads().count * sizeof(float)
-                                                    : 0);
+  // A worker holding both tied stages keeps the embedding's part of the wte gradient apart.
+  const std::size_t grad_bytes =
+      param_bytes + (first && last ? worker.tied_grads().count * sizeof(float) : 0);
   const model::StageShape shape{blocks, first, last};
   const std::size_t formula = model::activation_bytes_formula(d, shape, config.parallel.recompute);
 

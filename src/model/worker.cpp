@@ -77,14 +77,10 @@ bool GPT2Worker::holds(int stage) const {
 }
 
 GPT2Worker::HeldStage& GPT2Worker::held(int stage) {
-  for (auto& h : held_) {
-    if (h->stage == stage) return *h;
-  }
-  throw Error(fmt::format("{}model stage {} is not held by this worker", rank_prefix(), stage));
-}
-
-const GPT2Worker::HeldStage& GPT2Worker::held(int stage) const {
-  return const_cast<GPT2Worker*>(this)->held(stage);
+  const auto it = std::find_if(held_.begin(), held_.end(),
+                               [stage](const auto& h) { return h->stage == stage; });
+  CHIMERA_CHECK(it != held_.end(), "model stage {} is not held by this worker", stage);
+  return **it;
 }
 
 // --- parameters ------------------------------------------------------------------------------

@@ -123,7 +123,6 @@ class GPT2Worker {
   };
 
   HeldStage& held(int stage);
-  const HeldStage& held(int stage) const;
   Slot& slot(int stage, int mb);
   void run_blocks(HeldStage& h, std::byte* acts);
   void ensure_full_activations(HeldStage& h, Slot& s);

@@ -31,27 +31,35 @@ struct BenchModelOptions {
   int sgemm_size = 2048;
 };
 
-// Best time of a few n x n x n sgemm calls through the backend, in GFLOP/s.
-double sgemm_gflops(backend::Backend& be, int n) {
-  const auto count = static_cast<std::size_t>(n) * static_cast<std::size_t>(n);
-  std::vector<float> host(count);
-  std::mt19937 rng(7);
-  std::uniform_real_distribution<float> uniform(-1.0F, 1.0F);
-  for (auto& x : host) x = uniform(rng);
-  backend::DeviceBuffer a(be, count * sizeof(float)), b(be, count * sizeof(float)),
-      c(be, count * sizeof(float));
-  be.copy_from_host(a.data(), host.data(), a.bytes());
-  be.copy_from_host(b.data(), host.data(), b.bytes());
-  double best = 1e30;
-  for (int rep = 0; rep < 4; ++rep) {
-    Stopwatch watch;
-    be.gemm(backend::Trans::No, backend::Trans::No, n, n, n, 1.0F, a.f32(), n, b.f32(), n, 0.0F,
-            c.f32(), n);
-    be.synchronize();
-    if (rep > 0) best = std::min(best, watch.seconds());
+// An n x n x n sgemm through the backend, timed once after every training step so that the
+// model's rate and the sgemm rate are means over the same stretch of time (other jobs on the
+// machine affect both alike).
+class SgemmProbe {
+ public:
+  SgemmProbe(backend::Backend& be, int n) : be_(be), n_(n) {
+    const auto count = static_cast<std::size_t>(n) * static_cast<std::size_t>(n);
+    std::vector<float> host(count);
+    std::mt19937 rng(7);
+    std::uniform_real_distribution<float> uniform(-1.0F, 1.0F);
+    for (auto& x : host) x = uniform(rng);
+    for (auto* buffer : {&a_, &b_, &c_}) *buffer = backend::DeviceBuffer(be, count * sizeof(float));
+    be.copy_from_host(a_.data(), host.data(), a_.bytes());
+    be.copy_from_host(b_.data(), host.data(), b_.bytes());
   }
-  return 2.0 * n * static_cast<double>(n) * n / best / 1e9;
-}
+  double seconds() {
+    Stopwatch watch;
+    be_.gemm(backend::Trans::No, backend::Trans::No, n_, n_, n_, 1.0F, a_.f32(), n_, b_.f32(), n_,
+             0.0F, c_.f32(), n_);
+    be_.synchronize();
+    return watch.seconds();
+  }
+  double flops() const { return 2.0 * n_ * static_cast<double>(n_) * n_; }
+
+ private:
+  backend::Backend& be_;
+  int n_;
+  backend::DeviceBuffer a_, b_, c_;
+};
 
 double megabytes(std::size_t bytes) {
   return static_cast<double>(bytes) / 1e6;
@@ -114,7 +122,9 @@ int run_bench_model(const BenchModelOptions& opt) {
   optim::AdamWMoments stage_moments(*be, worker.params(s).count);
   optim::AdamWMoments tied_moments(*be, worker.tied_params().count);
 
-  double forward_s = 0, backward_s = 0, optimizer_s = 0;
+  std::unique_ptr<SgemmProbe> sgemm;
+  if (opt.sgemm_size > 0) sgemm = std::make_unique<SgemmProbe>(*be, opt.sgemm_size);
+  double forward_s = 0, backward_s = 0, optimizer_s = 0, sgemm_s = 0;
   std::size_t activation_bytes = 0;
   for (int step = 0; step < opt.warmup + opt.steps; ++step) {
     worker.zero_grad();
@@ -147,10 +157,12 @@ int run_bench_model(const BenchModelOptions& opt) {
     }
     be->synchronize();
     const double t_optimizer = watch.seconds();
+    const double t_sgemm = sgemm ? sgemm->seconds() : 0.0;
     if (step >= opt.warmup) {
       forward_s += t_forward;
       backward_s += t_backward;
       optimizer_s += t_optimizer;
+      sgemm_s += t_sgemm;
     }
   }
   const double steps = opt.steps;
@@ -188,10 +200,12 @@ int run_bench_model(const BenchModelOptions& opt) {
             optimizer_s / steps * 1e3);
   log::info("  tokens/s       {:9.1f}", N / step_s);
   log::info("  model GFLOP/s  {:9.1f}  ({:.2f} GFLOP per step)", model_gflops, flops / 1e9);
-  if (opt.sgemm_size > 0) {
-    const double sgemm = sgemm_gflops(*be, opt.sgemm_size);
-    log::info("  sgemm GFLOP/s  {:9.1f}  ({}^3, same BLAS and threads): model/sgemm = {:.2f}",
-              sgemm, opt.sgemm_size, model_gflops / sgemm);
+  if (sgemm) {
+    const double sgemm_gflops = sgemm->flops() * steps / sgemm_s / 1e9;
+    log::info(
+        "  sgemm GFLOP/s  {:9.1f}  ({}^3 after each step, same backend and threads): "
+        "model/sgemm = {:.2f}",
+        sgemm_gflops, opt.sgemm_size, model_gflops / sgemm_gflops);
   }
   log::info("memory:");
   log::info("  parameters     {:9.1f} MB", megabytes(param_bytes));
@@ -226,7 +240,8 @@ BenchEntries add_bench_model(CLI::App& bench) {
       ->capture_default_str();
   sub->add_option("--stage", opt->stage, "the stage to time (0-based)")->capture_default_str();
   sub->add_option("--sgemm-size", opt->sgemm_size,
-                  "n of the n x n x n sgemm whose rate is printed for comparison (0: skip)")
+                  "n of the n x n x n sgemm timed after each step, whose rate is printed for "
+                  "comparison (0: skip)")
       ->capture_default_str();
   return {{sub, [opt]() -> int { return run_bench_model(*opt); }}};
 }

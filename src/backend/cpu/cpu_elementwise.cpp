@@ -15,7 +15,7 @@ constexpr float kGeluCubic = 0.044715F;
 }  // namespace
 
 void CpuBackend::accumulate(float* dst, const float* src, Index n) {
-#pragma omp parallel for schedule(static) if (n >= kParallelMinElements)
+#pragma omp parallel for schedule(dynamic, kDynamicChunk) if (n >= kParallelMinElements)
   for (Index i = 0; i < n; ++i) dst[i] += src[i];
 }
 

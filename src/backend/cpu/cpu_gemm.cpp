@@ -10,6 +10,7 @@
 #include <blis.h>
 #include <omp.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <mutex>
 #include <string>
@@ -66,6 +67,16 @@ void blis_gemm(Trans trans_a, Trans trans_b, Index m, Index n, Index k, float al
 
 }  // namespace
 
+// Slabs of C for `threads` threads. Each slab repacks the operand that all slabs share (B for
+// row slabs, A for column slabs), which costs about as much as computing ~750 rows (columns) of
+// the slab, so slabs stay at least 768 long: one per thread for the block GEMMs, up to 8 per
+// thread for the head's V-long GEMMs. More slabs than threads, handed out dynamically, let a
+// thread that the OS does not deschedule take over the work of one that it does.
+Index slab_count(Index extent, int threads) {
+  const Index wanted = std::clamp<Index>(extent / 768, threads, Index{8} * threads);
+  return wanted / threads * threads;
+}
+
 void CpuBackend::gemm(Trans trans_a, Trans trans_b, Index m, Index n, Index k, float alpha,
                       const float* a, Index lda, const float* b, Index ldb, float beta, float* c,
                       Index ldc) {
@@ -74,26 +85,25 @@ void CpuBackend::gemm(Trans trans_a, Trans trans_b, Index m, Index n, Index k, f
     blis_gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     return;
   }
-#pragma omp parallel num_threads(threads)
-  {
-    const int t = omp_get_thread_num(), nt = omp_get_num_threads();
-    // Slab boundaries on multiples of the micro-tile keep the edge tiles few.
-    const auto bound = [&](Index extent, Index tile, int i) {
-      return i == nt ? extent : extent * i / nt / tile * tile;
-    };
-    if (m >= n) {
-      const Index r0 = bound(m, 32, t), r1 = bound(m, 32, t + 1);
-      const float* a_rows = trans_a == Trans::No ? a + r0 * lda : a + r0;
-      if (r1 > r0) {
-        blis_gemm(trans_a, trans_b, r1 - r0, n, k, alpha, a_rows, lda, b, ldb, beta, c + r0 * ldc,
-                  ldc);
-      }
+  const bool by_rows = m >= n;
+  const Index extent = by_rows ? m : n;
+  const Index tile = by_rows ? 32 : 16;  // slab boundaries on micro-tile multiples
+  const Index slabs = slab_count(extent, threads);
+  const auto bound = [&](Index i) {
+    return i == slabs ? extent : extent * i / slabs / tile * tile;
+  };
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
+  for (Index i = 0; i < slabs; ++i) {
+    const Index begin = bound(i), end = bound(i + 1);
+    if (end <= begin) continue;
+    if (by_rows) {
+      const float* a_rows = trans_a == Trans::No ? a + begin * lda : a + begin;
+      blis_gemm(trans_a, trans_b, end - begin, n, k, alpha, a_rows, lda, b, ldb, beta,
+                c + begin * ldc, ldc);
     } else {
-      const Index c0 = bound(n, 16, t), c1 = bound(n, 16, t + 1);
-      const float* b_cols = trans_b == Trans::No ? b + c0 : b + c0 * ldb;
-      if (c1 > c0) {
-        blis_gemm(trans_a, trans_b, m, c1 - c0, k, alpha, a, lda, b_cols, ldb, beta, c + c0, ldc);
-      }
+      const float* b_cols = trans_b == Trans::No ? b + begin : b + begin * ldb;
+      blis_gemm(trans_a, trans_b, m, end - begin, k, alpha, a, lda, b_cols, ldb, beta, c + begin,
+                ldc);
     }
   }
 }

@@ -16,7 +16,7 @@ constexpr Index kSquaresChunk = 16384;
 void CpuBackend::adamw_update(float* params, const float* grads, float* m, float* v, Index n,
                               const AdamWArgs& a) {
   // The same operations, in the same order, as torch.optim.AdamW (single-tensor path).
-#pragma omp parallel for schedule(static) if (n >= kParallelMinElements)
+#pragma omp parallel for schedule(dynamic, kDynamicChunk) if (n >= kParallelMinElements)
   for (Index i = 0; i < n; ++i) {
     const float g = grads[i] * a.grad_scale;
     const float p = params[i] * a.decay_factor;
@@ -32,7 +32,7 @@ void CpuBackend::adamw_update(float* params, const float* grads, float* m, float
 double CpuBackend::sum_of_squares(const float* x, Index n) {
   const Index chunks = (n + kSquaresChunk - 1) / kSquaresChunk;
   std::vector<double> partial(static_cast<std::size_t>(chunks), 0.0);
-#pragma omp parallel for schedule(static) if (n >= kParallelMinElements)
+#pragma omp parallel for schedule(dynamic, 1) if (n >= kParallelMinElements)
   for (Index c = 0; c < chunks; ++c) {
     double acc[8] = {};
     const Index end = std::min(n, (c + 1) * kSquaresChunk);

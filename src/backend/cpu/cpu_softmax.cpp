@@ -50,7 +50,7 @@ void CpuBackend::causal_softmax_backward(float* dpre, const float* att, const fl
 void CpuBackend::softmax_cross_entropy_forward(float* logits, float* losses,
                                                const std::int32_t* targets, Index N, Index V,
                                                Index ld) {
-#pragma omp parallel for schedule(static) if (N * V >= kParallelMinElements)
+#pragma omp parallel for schedule(dynamic, 4) if (N * V >= kParallelMinElements)
   for (Index r = 0; r < N; ++r) {
     float* x = logits + r * ld;
     const float target_logit = x[targets[r]];

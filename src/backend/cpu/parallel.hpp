@@ -1,6 +1,6 @@
 #pragma once
 // How the CPU kernels split work between OpenMP threads without making results depend on the
-// split: rows are independent; column reductions give each thread whole columns.
+// split: rows and elements are independent; column reductions give each thread whole columns.
 #include <algorithm>
 
 #include "vector_math.hpp"
@@ -9,6 +9,10 @@ namespace chimera::backend::cpu {
 
 // Kernels with less work than this many elements run on one thread: waking the team costs more.
 inline constexpr Index kParallelMinElements = 1 << 15;
+
+// Large elementwise loops hand out chunks of this many elements dynamically, so that a thread the
+// OS deschedules (on a machine shared with other jobs) does not hold up the other threads.
+inline constexpr Index kDynamicChunk = 1 << 16;
 
 struct ColumnRange {
   Index begin;

@@ -2,9 +2,11 @@
 // stage of a partition, and prints tokens/s, GFLOP/s next to the BLAS's large-square sgemm rate,
 // and the memory of parameters, gradients, optimizer state and activations.
 #include <algorithm>
+#include <cstdlib>
 #include <memory>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "bench_commands.hpp"
@@ -61,6 +63,22 @@ class SgemmProbe {
   backend::DeviceBuffer a_, b_, c_;
 };
 
+// On a machine busier than its CPUs, OpenMP threads that spin while they wait for a descheduled
+// team mate waste the busy machine's time: measured 3x slower training steps here. libgomp reads
+// the policy when it loads, so only the user can change it; say so when it matters.
+void warn_if_spinning_on_a_busy_machine() {
+  double load[1] = {0.0};
+  const auto cpus = static_cast<double>(std::thread::hardware_concurrency());
+  if (std::getenv("OMP_WAIT_POLICY") != nullptr || getloadavg(load, 1) != 1 || load[0] < cpus) {
+    return;
+  }
+  log::warn(
+      "the machine is busy (load {:.1f} on {} CPUs): OpenMP threads spin while they wait, "
+      "which slows this benchmark down several times; OMP_WAIT_POLICY=passive gives figures "
+      "that reflect the program rather than the load",
+      load[0], cpus);
+}
+
 double megabytes(std::size_t bytes) {
   return static_cast<double>(bytes) / 1e6;
 }
@@ -84,6 +102,7 @@ int run_bench_model(const BenchModelOptions& opt) {
   const auto model_config = model::GPT2Config::from(config.model);
   const auto partition = model::make_partition(model_config, opt.stages, config.parallel.partition,
                                                config.data.seq_len);
+  warn_if_spinning_on_a_busy_machine();
   auto be = backend::make_backend(config.runtime.backend);
   const model::GPT2Worker::Options options{config.parallel.micro_batch_size, config.data.seq_len,
                                            config.parallel.recompute};

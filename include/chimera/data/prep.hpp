@@ -1,0 +1,48 @@
+#pragma once
+// `chimera prep` as a library function: text files -> GPT-2 tokens -> HDF5 token datasets.
+//
+// Every input file is one document, and a literal "<|endoftext|>" inside a file also separates
+// documents; each document is preceded by the end-of-text token (GPT-2's convention). Files are
+// streamed in bounded pieces (cut where the tokenization cannot change, see safe_split_point);
+// files ending in .gz are decompressed on the fly.
+//
+// Train/validation split: the token stream is cut into blocks of `split_block` tokens, and the
+// last val_fraction of every block goes to the validation split, so that validation text comes
+// from all over the corpus rather than from its last document. Where a split resumes after a
+// gap, an end-of-text token marks the discontinuity.
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "chimera/data/utf8.hpp"
+
+namespace chimera::data {
+
+struct PrepOptions {
+  std::string tokenizer_dir;
+  std::string output_dir;
+  std::vector<std::string> inputs;
+  double val_fraction = 0.05;
+  std::int64_t split_block = 65536;
+  InvalidUtf8 invalid_utf8 = InvalidUtf8::Error;
+  // Called now and then with (input bytes read, input bytes in total).
+  std::function<void(std::uint64_t, std::uint64_t)> on_progress;
+};
+
+struct PrepResult {
+  std::string train_path;
+  std::string val_path;  // "" when val_fraction == 0
+  std::int64_t train_tokens = 0;
+  std::int64_t val_tokens = 0;
+  std::int64_t documents = 0;
+  std::uint64_t text_bytes = 0;  // uncompressed
+  double seconds = 0;
+};
+
+// Writes <output_dir>/train.h5 (and val.h5), each via a temporary name. InputError for a missing
+// input, invalid UTF-8 (with InvalidUtf8::Error: the file and byte offset), bad options, or an
+// output directory that cannot be written.
+PrepResult prepare_dataset(const PrepOptions& options);
+
+}  // namespace chimera::data

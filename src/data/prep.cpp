@@ -16,8 +16,6 @@ namespace chimera::data {
 
 namespace {
 
-// Text is read and tokenized in pieces of about this size.
-constexpr std::size_t kPieceBytes = std::size_t{8} << 20;
 constexpr const char* kTokenizerName = "gpt2";
 
 // A text file, plain or gzip-compressed (zlib reads plain files unchanged).
@@ -99,6 +97,7 @@ PrepResult prepare_dataset(const PrepOptions& options) {
   CHIMERA_REQUIRE(!options.inputs.empty(), "no input text files given");
   CHIMERA_REQUIRE(options.val_fraction >= 0 && options.val_fraction < 1,
                   "--val-fraction {} must be in [0, 1)", options.val_fraction);
+  CHIMERA_CHECK(options.piece_bytes > 0, "piece of {} bytes", options.piece_bytes);
   CHIMERA_REQUIRE(options.split_block >= 2, "--split-block {} must be at least 2 tokens",
                   options.split_block);
   std::uint64_t total_disk_bytes = 0;
@@ -139,7 +138,7 @@ PrepResult prepare_dataset(const PrepOptions& options) {
     text.clear();
     bool more = true;
     while (more) {
-      more = file.read(text, kPieceBytes);
+      more = file.read(text, options.piece_bytes);
       const std::size_t cut = more ? safe_split_point(text, text.size()) : text.size();
       if (cut == 0 && more) continue;  // no safe cut yet: read on
       std::string_view piece(text.data(), cut);
@@ -162,7 +161,7 @@ PrepResult prepare_dataset(const PrepOptions& options) {
       offset += cut;
       text.erase(0, cut);
       if (options.on_progress)
-        options.on_progress(disk_done + file.disk_offset(), total_disk_bytes);
+        options.on_progress({result.text_bytes, disk_done + file.disk_offset(), total_disk_bytes});
     }
     disk_done += std::filesystem::file_size(input, ec);
   }

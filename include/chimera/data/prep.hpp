@@ -19,6 +19,12 @@
 
 namespace chimera::data {
 
+struct PrepProgress {
+  std::uint64_t text_bytes = 0;  // uncompressed text tokenized so far
+  std::uint64_t disk_bytes = 0;  // input file bytes read so far (compressed for .gz)
+  std::uint64_t disk_total = 0;  // size of all input files
+};
+
 struct PrepOptions {
   std::string tokenizer_dir;
   std::string output_dir;
@@ -26,8 +32,10 @@ struct PrepOptions {
   double val_fraction = 0.05;
   std::int64_t split_block = 65536;
   InvalidUtf8 invalid_utf8 = InvalidUtf8::Error;
-  // Called now and then with (input bytes read, input bytes in total).
-  std::function<void(std::uint64_t, std::uint64_t)> on_progress;
+  // Text is read and tokenized in pieces of about this many bytes (bounds memory).
+  std::size_t piece_bytes = std::size_t{8} << 20;
+  // Called after every piece of text (a few MB) is tokenized.
+  std::function<void(const PrepProgress&)> on_progress;
 };
 
 struct PrepResult {

@@ -93,6 +93,14 @@ class SplitRouter {
 
 }  // namespace
 
+std::string read_text_file(const std::string& path) {
+  TextFile file(path);
+  std::string text;
+  while (file.read(text, std::size_t{1} << 20)) {
+  }
+  return text;
+}
+
 PrepResult prepare_dataset(const PrepOptions& options) {
   CHIMERA_REQUIRE(!options.inputs.empty(), "no input text files given");
   CHIMERA_REQUIRE(options.val_fraction >= 0 && options.val_fraction < 1,

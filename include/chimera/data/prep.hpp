@@ -53,4 +53,7 @@ struct PrepResult {
 // output directory that cannot be written.
 PrepResult prepare_dataset(const PrepOptions& options);
 
+// The whole content of a text file, plain or .gz (for tests and benchmarks; prep streams).
+std::string read_text_file(const std::string& path);
+
 }  // namespace chimera::data

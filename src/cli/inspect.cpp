@@ -15,6 +15,7 @@ struct InspectOptions {
   data::DatasetDescribeOptions dataset;
   io::CheckpointDescribeOptions checkpoint;
   bool decode_all = false;
+  bool skip_norms = false;
 };
 }  // namespace
 
@@ -39,10 +40,11 @@ Run add_inspect_command(CLI::App& app) {
   cmd->add_flag("--decode-all", o->decode_all,
                 "Datasets: print the whole dataset decoded back to text, and nothing else");
   cmd->add_flag("--config", o->checkpoint.show_config, "Checkpoints: print the full TOML config");
-  cmd->add_flag("!--no-norms", o->checkpoint.norms,
+  cmd->add_flag("--no-norms", o->skip_norms,
                 "Checkpoints: do not read tensors to print their L2 norms (faster)");
 
   return [o]() -> int {
+    o->checkpoint.norms = !o->skip_norms;
     for (const std::string& file : o->files) {
       std::string text;
       switch (io::detect_file_kind(file)) {

@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
-#include <regex>
 
 #include "chimera/core/config.hpp"
 #include "chimera/core/error.hpp"
@@ -88,11 +87,19 @@ void rename_durably(const std::string& from, const std::string& to, const std::s
   fsync_path(dir, true);
 }
 
-std::optional<std::int64_t> step_of_checkpoint_name(const std::string& name) {
-  static const std::regex pattern(R"(ckpt-(\d+)\.h5)");
-  std::smatch match;
-  if (!std::regex_match(name, match, pattern)) return std::nullopt;
-  return std::stoll(match[1].str());
+// The step of a final checkpoint name "ckpt-<digits>.h5", or nullopt for any other name.
+std::optional<std::int64_t> step_of_checkpoint_name(std::string_view name) {
+  constexpr std::string_view kPrefix = "ckpt-", kSuffix = ".h5";
+  if (!name.starts_with(kPrefix) || !name.ends_with(kSuffix)) return std::nullopt;
+  const std::string_view digits =
+      name.substr(kPrefix.size(), name.size() - kPrefix.size() - kSuffix.size());
+  if (digits.empty() || digits.size() > 18) return std::nullopt;
+  std::int64_t step = 0;
+  for (const char c : digits) {
+    if (c < '0' || c > '9') return std::nullopt;
+    step = step * 10 + (c - '0');
+  }
+  return step;
 }
 
 }  // namespace

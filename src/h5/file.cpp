@@ -1,5 +1,6 @@
 #include "chimera/h5/file.hpp"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -88,15 +89,18 @@ std::int64_t read_int_attribute(hid_t object, const std::string& name, const std
 }
 
 void write_string_attribute(hid_t object, const std::string& name, const std::string& value) {
+  // Fixed-length (see read_string_attribute); HDF5 sizes must be positive, so "" takes one NUL.
   Handle type = datatype_handle(H5_CHECK(H5Tcopy(H5T_C_S1), "string type"));
-  H5_CHECK(H5Tset_size(type.get(), H5T_VARIABLE));
+  H5_CHECK(H5Tset_size(type.get(), std::max<std::size_t>(value.size(), 1)));
+  H5_CHECK(H5Tset_strpad(type.get(), H5T_STR_NULLPAD));
   H5_CHECK(H5Tset_cset(type.get(), H5T_CSET_UTF8));
   Handle space = scalar_space();
   Handle attribute = attribute_handle(
       H5_CHECK(H5Acreate2(object, name.c_str(), type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT),
                "creating attribute {}", name));
-  const char* text = value.c_str();
-  H5_CHECK(H5Awrite(attribute.get(), type.get(), &text), "writing attribute {}", name);
+  std::string padded = value;
+  padded.resize(std::max<std::size_t>(value.size(), 1), '\0');
+  H5_CHECK(H5Awrite(attribute.get(), type.get(), padded.data()), "writing attribute {}", name);
 }
 
 std::string read_string_attribute(hid_t object, const std::string& name,
@@ -106,25 +110,21 @@ std::string read_string_attribute(hid_t object, const std::string& name,
   CHIMERA_REQUIRE(stored.valid() && H5Tget_class(stored.get()) == H5T_STRING,
                   "{}: attribute '{}' must be a string, found {}", context, name,
                   stored.valid() ? describe_type(stored.get()) : "an unreadable type");
-  const htri_t variable = H5Tis_variable_str(stored.get());
-  CHIMERA_REQUIRE(variable >= 0, "{}: attribute '{}' has a damaged string type", context, name);
-  Handle type = datatype_handle(H5_CHECK(H5Tcopy(H5T_C_S1), "string type"));
-  // HDF5 converts between ASCII and UTF-8 strings no more than between strings and numbers.
-  H5_CHECK(H5Tset_cset(type.get(), H5Tget_cset(stored.get())));
-  if (variable > 0) {
-    H5_CHECK(H5Tset_size(type.get(), H5T_VARIABLE));
-    char* text = nullptr;
-    CHIMERA_REQUIRE(H5Aread(attribute.get(), type.get(), &text) >= 0,
-                    "{}: attribute '{}' cannot be read (HDF5: {})", context, name,
-                    library_error_message());
-    std::string value = text != nullptr ? text : "";
-    H5free_memory(text);
-    return value;
-  }
+  // HDF5 1.10 reads variable-length strings through its global heap without checking the
+  // lengths a damaged file claims (out-of-bounds copies and huge allocations, found by
+  // fuzz/fuzz_checkpoint), so only fixed-length strings are read.
+  CHIMERA_REQUIRE(H5Tis_variable_str(stored.get()) == 0,
+                  "{}: attribute '{}' is a variable-length string; Chimera reads fixed-length "
+                  "strings only (in h5py: attrs['{}'] = numpy.bytes_(text))",
+                  context, name, name);
   const std::size_t size = H5Tget_size(stored.get());
   CHIMERA_REQUIRE(size > 0 && size < (std::size_t{1} << 30),
                   "{}: attribute '{}' has an invalid string size {}", context, name, size);
+  Handle type = datatype_handle(H5_CHECK(H5Tcopy(H5T_C_S1), "string type"));
   H5_CHECK(H5Tset_size(type.get(), size));
+  H5_CHECK(H5Tset_strpad(type.get(), H5T_STR_NULLPAD));
+  // HDF5 converts between ASCII and UTF-8 strings no more than between strings and numbers.
+  H5_CHECK(H5Tset_cset(type.get(), H5Tget_cset(stored.get())));
   std::string value(size, '\0');
   CHIMERA_REQUIRE(H5Aread(attribute.get(), type.get(), value.data()) >= 0,
                   "{}: attribute '{}' cannot be read (HDF5: {})", context, name,

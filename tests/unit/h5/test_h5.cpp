@@ -100,3 +100,32 @@ TEST(H5File, DescribesTypesAndShapes) {
 
 }  // namespace
 }  // namespace chimera::h5
+
+namespace chimera::h5 {
+namespace {
+
+TEST(H5File, VariableLengthStringsAreRefused) {
+  const std::string path = temp_path("vlen.h5");
+  {
+    Handle file = create_file(path);
+    Handle type = datatype_handle(H5Tcopy(H5T_C_S1));
+    H5Tset_size(type.get(), H5T_VARIABLE);
+    Handle space = dataspace_handle(H5Screate(H5S_SCALAR));
+    Handle attribute = attribute_handle(
+        H5Acreate2(file.get(), "tokenizer", type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT));
+    const char* text = "gpt2";
+    ASSERT_GE(H5Awrite(attribute.get(), type.get(), &text), 0);
+    write_string_attribute(file.get(), "empty", "");
+  }
+  Handle file = open_file_read(path, "test file");
+  try {
+    read_string_attribute(file.get(), "tokenizer", path);
+    FAIL() << "a variable-length string was read";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("numpy.bytes_"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(read_string_attribute(file.get(), "empty", path), "");
+}
+
+}  // namespace
+}  // namespace chimera::h5

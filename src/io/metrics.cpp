@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "chimera/core/error.hpp"
+#include "chimera/io/paths.hpp"
 
 namespace chimera::io {
 
@@ -26,8 +27,9 @@ std::string to_json_line(const StepMetrics& m) {
   return line;
 }
 
-MetricsWriter::MetricsWriter(const std::string& path, bool append)
-    : out_(path, append ? std::ios::app : std::ios::trunc), path_(path) {
+MetricsWriter::MetricsWriter(const std::string& path, bool append) : path_(path) {
+  create_parent_directory(path);
+  out_.open(path, append ? std::ios::app : std::ios::trunc);
   CHIMERA_REQUIRE(out_.is_open(), "cannot open metrics file '{}' for writing", path);
 }
 

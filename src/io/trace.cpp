@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "chimera/core/error.hpp"
+#include "chimera/io/paths.hpp"
 
 namespace chimera::io {
 
@@ -40,6 +41,7 @@ std::vector<TraceEvent> parse_events(const std::string& text) {
 
 void write_chrome_trace(const std::string& path,
                         const std::vector<std::vector<TraceEvent>>& events_per_rank) {
+  create_parent_directory(path);
   std::ofstream out(path, std::ios::trunc);
   CHIMERA_REQUIRE(out.is_open(), "cannot open trace file '{}' for writing", path);
   out << "{\"displayTimeUnit\": \"ms\", \"traceEvents\": [\n";

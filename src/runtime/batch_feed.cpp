@@ -9,8 +9,8 @@ namespace chimera::runtime {
 BatchFeed::BatchFeed(const RunPlan& plan) : plan_(plan) {
   const auto& sched = plan.schedule;
   const auto& topo = plan.topology;
-  layout_ = data::BatchLayout{topo.replicas, plan.config.parallel.micro_batches,
-                              plan.micro_batch_size};
+  layout_ =
+      data::BatchLayout{topo.replicas, plan.config.parallel.micro_batches, plan.micro_batch_size};
   const auto m = static_cast<std::size_t>(sched.micro_batches);
   inputs_.tokens.assign(m, nullptr);
   inputs_.targets.assign(m, nullptr);
@@ -40,8 +40,8 @@ const MicroBatchInputs& BatchFeed::load(std::int64_t cursor) {
   const int split = plan_.schedule.mb_split;
   const auto half = static_cast<std::size_t>(plan_.schedule_mb_size);
   for (const int j : needed_) {
-    const auto all = data::train_micro_batch(*shuffle_, layout_, cursor, plan_.topology.replica,
-                                             j / split);
+    const auto all =
+        data::train_micro_batch(*shuffle_, layout_, cursor, plan_.topology.replica, j / split);
     const auto begin = all.begin() + static_cast<std::ptrdiff_t>((j % split) * half);
     const std::vector<std::int64_t> samples(begin, begin + static_cast<std::ptrdiff_t>(half));
     auto& b = batches_[static_cast<std::size_t>(j)];

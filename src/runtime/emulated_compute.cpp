@@ -33,10 +33,7 @@ EmulatedCosts parse_costs(const std::string& text) {
 EmulatedCompute::EmulatedCompute(EmulatedCosts costs, double op_scale, std::size_t message_floats,
                                  std::vector<EmulatedStage> held, std::size_t tied_floats,
                                  bool holds_tied)
-    : costs_(costs),
-      scale_(op_scale),
-      message_floats_(message_floats),
-      held_(std::move(held)) {
+    : costs_(costs), scale_(op_scale), message_floats_(message_floats), held_(std::move(held)) {
   for (const auto& h : held_) grads_[h.stage].assign(h.grad_floats, 0.0F);
   if (holds_tied) grads_[-1].assign(tied_floats, 0.0F);
 }

@@ -73,8 +73,7 @@ double Evaluator::evaluate() {
           worker_.release(s, slot);
           if (s == last) {
             loss_sum += loss;
-          } else if (const int dst = place[static_cast<std::size_t>(s + 1)];
-                     dst != topo.worker) {
+          } else if (const int dst = place[static_cast<std::size_t>(s + 1)]; dst != topo.worker) {
             // Completing each send before the next item keeps one buffer; it cannot deadlock,
             // since the receiver's earlier items never wait on this worker's later ones.
             MPI_Request r = MPI_REQUEST_NULL;
@@ -86,10 +85,10 @@ double Evaluator::evaluate() {
       }
     }
   }
-  double total[2] = {loss_sum, place.back() == topo.worker
-                                   ? double(plan_.config.train.eval_batches) *
-                                         layout.micro_batches * split
-                                   : 0.0};
+  double total[2] = {loss_sum,
+                     place.back() == topo.worker
+                         ? double(plan_.config.train.eval_batches) * layout.micro_batches * split
+                         : 0.0};
   MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, total, 2, MPI_DOUBLE, MPI_SUM, comms_.world()));
   return total[1] > 0 ? total[0] / total[1] : 0.0;
 }

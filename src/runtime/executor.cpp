@@ -130,6 +130,19 @@ struct Executor::Impl {
   }
   static void poll_cb(void* self) { static_cast<Impl*>(self)->poll(); }
 
+  // Completes every outstanding send. The wait must not run poll(), which recycles completed
+  // sends out of the very list being drained (a buffer released twice would be handed out
+  // twice); it only progresses the allreduces.
+  void drain_sends() {
+    while (!sends.empty()) {
+      comm::wait(
+          sends.back().request, wait_policy,
+          [](void* gs) { static_cast<comm::GradSync*>(gs)->poll(); }, &grad_sync);
+      release(sends.back().buffer);
+      sends.pop_back();
+    }
+  }
+
   void post_recv(const Message& m) {
     float* b = get_buffer();
     MPI_Request r = MPI_REQUEST_NULL;
@@ -276,11 +289,7 @@ IterationResult Executor::run(std::int64_t step, const MicroBatchInputs& inputs,
                 "worker {} ended the iteration with {} unconsumed messages (lowering bug)",
                 x.topo.worker, x.mailbox.size() + x.receives.size());
   const double tail = now_seconds();
-  for (auto& s : x.sends) {
-    comm::wait(s.request, x.wait_policy, &Impl::poll_cb, &x);
-    x.release(s.buffer);
-  }
-  x.sends.clear();
+  x.drain_sends();
   grad_sync_.wait_all(x.wait_policy);
   const double end = now_seconds();
   r.grad_wait_s = end - tail;

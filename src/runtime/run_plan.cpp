@@ -39,13 +39,12 @@ RunPlan RunPlan::make(const Config& config, int world_size, int rank) {
   CHIMERA_REQUIRE(p.micro_batch_size % p.schedule.mb_split == 0,
                   "parallel.micro_batch_size = {} must be a multiple of {} for variant '{}' (each "
                   "micro-batch is split into {} halves)",
-                  p.micro_batch_size, p.schedule.mb_split, p.schedule.variant,
-                  p.schedule.mb_split);
+                  p.micro_batch_size, p.schedule.mb_split, p.schedule.variant, p.schedule.mb_split);
   p.schedule_mb_size = p.micro_batch_size / p.schedule.mb_split;
 
   p.topology = comm::Topology::make(world_size, rank, p.schedule);
-  p.global_batch = static_cast<std::int64_t>(p.topology.replicas) * par.micro_batches *
-                   p.micro_batch_size;
+  p.global_batch =
+      static_cast<std::int64_t>(p.topology.replicas) * par.micro_batches * p.micro_batch_size;
   CHIMERA_REQUIRE(config.train.steps >= 0, "train.steps = {}: must be >= 0", config.train.steps);
   CHIMERA_REQUIRE(config.log.every >= 1, "log.every = {}: must be at least 1", config.log.every);
   return p;

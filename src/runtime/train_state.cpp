@@ -79,6 +79,7 @@ std::vector<io::TensorSpec> TrainState::specs(bool with_moments) const {
 
 std::string TrainState::save(const io::CheckpointDirectory& dir, const io::CheckpointMeta& meta) {
   const auto& topo = plan_.topology;
+  if (topo.replica != 0) return {};
   const auto all = worker_.layout().all();
   // Host copies (Hugging Face layout) of the tensors this rank owns: weights, then moments.
   std::vector<std::vector<float>> host;
@@ -106,8 +107,9 @@ std::string TrainState::save(const io::CheckpointDirectory& dir, const io::Check
     add(*t, io::exp_avg_sq_name(t->name), m != nullptr ? m->v.f32() : nullptr);
   }
   // Tensors must be listed in the same order on every rank: weights, then (exp_avg, exp_avg_sq)
-  // per tensor, which the loops above keep.
-  return dir.save(comms_.world(), tensors, meta);
+  // per tensor, which the loops above keep. Every owner is in replica 0, so only its pipeline
+  // group writes: D ranks, however many replicas hold the same weights.
+  return dir.save(comms_.pipeline(), tensors, meta);
 }
 
 io::CheckpointMeta TrainState::load(const std::string& path, bool weights_only) {

@@ -34,12 +34,14 @@ namespace chimera::runtime {
 namespace {
 
 volatile std::sig_atomic_t g_stop_signal = 0;
-extern "C" void on_stop_signal(int sig) { g_stop_signal = sig; }
+extern "C" void on_stop_signal(int sig) {
+  g_stop_signal = sig;
+}
 
 model::Dims dims_of(const RunPlan& plan) {
   const auto& m = plan.model;
-  return model::Dims{plan.schedule_mb_size, plan.seq_len, m.n_embd,
-                     m.n_head,              m.vocab_size, m.padded_vocab_size};
+  return model::Dims{plan.schedule_mb_size, plan.seq_len,       m.n_embd, m.n_head,
+                     m.vocab_size,          m.padded_vocab_size};
 }
 
 std::unique_ptr<EmulatedCompute> make_emulated(const RunPlan& plan) {
@@ -49,19 +51,17 @@ std::unique_ptr<EmulatedCompute> make_emulated(const RunPlan& plan) {
   std::vector<EmulatedStage> held;
   for (const int s : plan.topology.held) {
     const model::StageShape shape{plan.partition.num_blocks(s), s == 0, s == last};
-    held.push_back(EmulatedStage{
-        s, layout.stage_floats(s),
-        static_cast<std::int64_t>(model::activation_bytes_formula(
-            dims, shape, plan.config.parallel.recompute))});
+    held.push_back(EmulatedStage{s, layout.stage_floats(s),
+                                 static_cast<std::int64_t>(model::activation_bytes_formula(
+                                     dims, shape, plan.config.parallel.recompute))});
   }
   // The simulator's cost of an op: X per micro-batch it covers, / mb_split, * D / stages.
   const double op_scale =
       static_cast<double>(plan.schedule.workers) /
       (static_cast<double>(plan.schedule.mb_split) * static_cast<double>(plan.schedule.stages));
   return std::make_unique<EmulatedCompute>(
-      parse_costs(plan.config.runtime.cost), op_scale,
-      static_cast<std::size_t>(dims.N() * dims.C), std::move(held), layout.tied_floats(),
-      plan.topology.holds_tied());
+      parse_costs(plan.config.runtime.cost), op_scale, static_cast<std::size_t>(dims.N() * dims.C),
+      std::move(held), layout.tied_floats(), plan.topology.holds_tied());
 }
 
 // The simulator's iteration time for the emulated costs (no network term): what an emulated
@@ -79,8 +79,8 @@ std::string header(const RunPlan& plan, std::size_t params) {
   const auto& p = plan.config.parallel;
   const auto& t = plan.topology;
   std::string variant;
-  if (p.scheme == "chimera") variant = fmt::format(" ({}, {} pipes)", plan.schedule.variant,
-                                                   plan.schedule.pipes());
+  if (p.scheme == "chimera")
+    variant = fmt::format(" ({}, {} pipes)", plan.schedule.variant, plan.schedule.pipes());
   if (p.scheme == "interleaved") variant = fmt::format(" (v = {})", p.virtual_stages);
   return fmt::format(
       "chimera train: {} on {} ranks = W {} x D {}{}; N {} micro-batches of B {} x T {}; "
@@ -190,8 +190,7 @@ void Trainer::Impl::setup_compute() {
     backend = backend::make_backend(config.runtime.backend);
     worker = std::make_unique<model::GPT2Worker>(
         *backend, plan.model, plan.partition, plan.topology.held,
-        model::GPT2Worker::Options{plan.schedule_mb_size, plan.seq_len,
-                                   config.parallel.recompute});
+        model::GPT2Worker::Options{plan.schedule_mb_size, plan.seq_len, config.parallel.recompute});
     worker->init_parameters(static_cast<std::uint64_t>(config.train.seed));
     compute = std::make_unique<ModelCompute>(*worker);
     state.emplace(plan, *backend, *worker, *comms);
@@ -251,8 +250,8 @@ void Trainer::Impl::run() {
         state->optimizer_step(static_cast<int>(step), lr,
                               optim::clip_scale(grad_norm, config.train.grad_clip));
       }
-      const StepStats s = reduce_step(world, r, iter_clock.seconds(), compute->peak_activation_bytes(),
-                                g_stop_signal != 0);
+      const StepStats s = reduce_step(world, r, iter_clock.seconds(),
+                                      compute->peak_activation_bytes(), g_stop_signal != 0);
       const bool stop_here = request.stop_after > 0 && step + 1 - start_step >= request.stop_after;
       losses.push_back(s.loss);
       if (step > start_step || steps - start_step == 1) {  // the first step warms caches up
@@ -277,14 +276,14 @@ void Trainer::Impl::run() {
         log::info(
             "step {:>5}/{} | loss {:.4f}{} | lr {:.2e} | grad-norm {:.3f} | {:8.1f} ms{} | "
             "{:8.0f} tok/s | bubble {:5.1f}% | act {:.1f} MiB",
-            step + 1, steps, s.loss,
-            m.val_loss ? fmt::format(" | val {:.4f}", *m.val_loss) : "", lr, grad_norm,
-            m.iter_ms, plan.emulate ? fmt::format(" (sim {:.1f})", predicted) : "",
+            step + 1, steps, s.loss, m.val_loss ? fmt::format(" | val {:.4f}", *m.val_loss) : "",
+            lr, grad_norm, m.iter_ms, plan.emulate ? fmt::format(" (sim {:.1f})", predicted) : "",
             m.tokens_per_s, 100.0 * s.bubble, static_cast<double>(s.peak_act) / (1 << 20));
       }
       const bool save_now =
-          checkpoints && (s.stop || stop_here || step + 1 == steps ||
-                          (config.checkpoint.every > 0 && (step + 1) % config.checkpoint.every == 0));
+          checkpoints &&
+          (s.stop || stop_here || step + 1 == steps ||
+           (config.checkpoint.every > 0 && (step + 1) % config.checkpoint.every == 0));
       if (save_now) {
         const io::CheckpointMeta meta{step + 1, config.train.seed, cursor + plan.global_batch,
                                       config.to_toml()};
@@ -305,20 +304,24 @@ void Trainer::Impl::run() {
   }
   if (timed_steps > 0) {
     const double mean_s = sum_iter_s / timed_steps;
-    log::info("done: {} steps in {:.1f} s; mean iteration {:.1f} ms, {:.0f} tokens/s, bubble "
-              "{:.1f}%{}",
-              step - start_step, run_clock.seconds(), mean_s * 1e3,
-              static_cast<double>(plan.tokens_per_step()) / mean_s,
-              100.0 * sum_bubble / timed_steps,
-              config.log.trace.empty() ? "" : fmt::format("; trace in {}", config.log.trace));
+    log::info(
+        "done: {} steps in {:.1f} s; mean iteration {:.1f} ms, {:.0f} tokens/s, bubble "
+        "{:.1f}%{}",
+        step - start_step, run_clock.seconds(), mean_s * 1e3,
+        static_cast<double>(plan.tokens_per_step()) / mean_s, 100.0 * sum_bubble / timed_steps,
+        config.log.trace.empty() ? "" : fmt::format("; trace in {}", config.log.trace));
   }
 }
 
 Trainer::Trainer(const TrainRequest& request, MPI_Comm world)
     : impl_(std::make_unique<Impl>(request, world)) {}
 Trainer::~Trainer() = default;
-void Trainer::run() { impl_->run(); }
-const std::vector<double>& Trainer::losses() const { return impl_->losses; }
+void Trainer::run() {
+  impl_->run();
+}
+const std::vector<double>& Trainer::losses() const {
+  return impl_->losses;
+}
 
 std::optional<std::vector<float>> Trainer::tensor(const std::string& name) const {
   if (!impl_->worker) return std::nullopt;

@@ -21,9 +21,9 @@ struct RunPlan {
   model::StagePartition partition{{1}};
   comm::Topology topology;
   bool emulate = false;
-  int seq_len = 0;             // T
-  int micro_batch_size = 0;    // B, as configured
-  int schedule_mb_size = 0;    // B / mb_split: samples per schedule micro-batch
+  int seq_len = 0;                // T
+  int micro_batch_size = 0;       // B, as configured
+  int schedule_mb_size = 0;       // B / mb_split: samples per schedule micro-batch
   std::int64_t global_batch = 0;  // W * N * B samples per step
 
   // Validates the configuration for a world of `world_size` ranks and builds the plan for `rank`.

@@ -28,7 +28,8 @@ class TrainState {
   // One AdamW update of every held buffer; `step` counts from 0 (AdamW's t = step + 1).
   void optimizer_step(int step, double lr, double grad_scale);
 
-  // Collective: writes a checkpoint of the current state into `dir`. Returns the file's path.
+  // Collective over replica 0's pipeline group (the other replicas return at once): writes a
+  // checkpoint of the current state into `dir`. Returns the file's path ("" off replica 0).
   std::string save(const io::CheckpointDirectory& dir, const io::CheckpointMeta& meta);
   // Loads weights (and the AdamW moments unless `weights_only`) for the held tensors; checks
   // that the file matches this model. Returns the file's metadata.

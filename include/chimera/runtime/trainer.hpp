@@ -17,9 +17,9 @@ namespace chimera::runtime {
 
 struct TrainRequest {
   Config config;
-  bool resume = false;       // continue from the latest checkpoint in checkpoint.dir
-  std::string init;          // start from this checkpoint's weights (step 0, fresh optimizer)
-  int stop_after = 0;        // run at most this many steps now, then checkpoint (0: no limit)
+  bool resume = false;  // continue from the latest checkpoint in checkpoint.dir
+  std::string init;     // start from this checkpoint's weights (step 0, fresh optimizer)
+  int stop_after = 0;   // run at most this many steps now, then checkpoint (0: no limit)
 };
 
 class Trainer {

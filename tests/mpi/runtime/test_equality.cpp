@@ -19,8 +19,8 @@ struct Case {
 };
 
 std::string name(const Case& c, int d, int w) {
-  return fmt::format("{}{}{}{} D={} W={} N={}", c.scheme, c.variant.empty() ? "" : " ",
-                     c.variant, c.pipes ? fmt::format(" pipes={}", c.pipes) : "", d, w,
+  return fmt::format("{}{}{}{} D={} W={} N={}", c.scheme, c.variant.empty() ? "" : " ", c.variant,
+                     c.pipes ? fmt::format(" pipes={}", c.pipes) : "", d, w,
                      c.micro_batches_per_stage * d);
 }
 
@@ -59,6 +59,15 @@ void expect_equal_to_single_process(const Case& c, int d) {
 
 class Equality : public ::testing::TestWithParam<Case> {};
 
+std::string test_name(const ::testing::TestParamInfo<Case>& p) {
+  std::string s = p.param.scheme + "_" + p.param.variant + "_p" + std::to_string(p.param.pipes) +
+                  "_n" + std::to_string(p.param.micro_batches_per_stage);
+  for (auto& ch : s) {
+    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  }
+  return s;
+}
+
 TEST_P(Equality, MatchesSingleProcessTraining) {
   for (const int d : {2, 4, 8}) {
     if (world_size() % d != 0) continue;
@@ -76,15 +85,7 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"zb-h1", "", 0, 1, 1}, Case{"chimera", "direct", 0, 1, 1},
                       Case{"chimera", "direct", 0, 1, 2}, Case{"chimera", "doubling", 0, 1, 2},
                       Case{"chimera", "halving", 0, 1, 2}, Case{"chimera", "direct", 4, 1, 1}),
-    [](const auto& info) {
-      std::string s = info.param.scheme + "_" + info.param.variant + "_p" +
-                      std::to_string(info.param.pipes) + "_n" +
-                      std::to_string(info.param.micro_batches_per_stage);
-      for (auto& ch : s) {
-        if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-      }
-      return s;
-    });
+    test_name);
 
 }  // namespace
 }  // namespace chimera::testing

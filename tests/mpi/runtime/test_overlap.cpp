@@ -34,7 +34,7 @@ TEST(Overlap, EagerAllreduceStartsBeforeTheLastBackward) {
     double ts = -1, end = -1;
     std::string name;
   };
-  std::map<int, Op> last;                                   // pid -> final compute op of step 1
+  std::map<int, Op> last;                                    // pid -> final compute op of step 1
   std::map<int, std::vector<std::pair<int, double>>> eager;  // pid -> (stage, allreduce start)
   for (const auto& e : trace["traceEvents"]) {
     if (e["ph"] != "X" || e["args"]["step"] != 1) continue;

@@ -31,10 +31,14 @@ TEST(Resume, SplitRunEqualsUninterruptedRunBitwise) {
     const auto a = whole->tensor(t);
     const auto b = second->tensor(t);
     EXPECT_EQ(a.has_value(), b.has_value()) << t;
-    if (a && b) EXPECT_EQ(*a, *b) << t;  // bitwise
+    if (a && b) {
+      EXPECT_EQ(*a, *b) << t;  // bitwise
+    }
     const auto m1 = whole->tensor("optim/exp_avg_sq/" + t);
     const auto m2 = second->tensor("optim/exp_avg_sq/" + t);
-    if (m1 && m2) EXPECT_EQ(*m1, *m2) << "exp_avg_sq of " << t;
+    if (m1 && m2) {
+      EXPECT_EQ(*m1, *m2) << "exp_avg_sq of " << t;
+    }
   }
 }
 
@@ -63,7 +67,9 @@ TEST(Resume, CheckpointOfOnePartitionLoadsAtAnother) {
     std::vector<float> file(mine->size());
     reader.read(t, file);
     EXPECT_EQ(*mine, file) << t;
-    if (const auto before = saved->tensor(t)) EXPECT_EQ(*mine, *before) << t;
+    if (const auto before = saved->tensor(t)) {
+      EXPECT_EQ(*mine, *before) << t;
+    }
   }
   EXPECT_GT(held, 0);
 }

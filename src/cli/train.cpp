@@ -96,7 +96,7 @@ Run add_train_command(CLI::App& app) {
                 Config::describe_keys());
       return 0;
     }
-    comm::MpiSession mpi(nullptr, nullptr);
+    const comm::MpiSession mpi(nullptr, nullptr);
     try {
       runtime::TrainRequest request;
       comm::all_or_none(MPI_COMM_WORLD, [&] { request.config = build_config(*f); });
@@ -108,7 +108,7 @@ Run add_train_command(CLI::App& app) {
       trainer.run();
     } catch (const comm::AgreedError& e) {
       // Every rank has the same error; rank 0 says it once and all leave with its status.
-      if (mpi.rank() == 0) log::error("{}", e.what());
+      log::error_once("{}", e.what());
       return e.status();
     }
     return 0;

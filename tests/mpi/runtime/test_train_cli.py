@@ -70,7 +70,7 @@ class BadInput(unittest.TestCase):
                               "/nonexistent/tokens.h5")
 
     def test_unknown_config_key(self):
-        self.expect_one_error(4, TINY + ["--set", "train.learning_rate=1"], "did you mean 'train.lr'")
+        self.expect_one_error(4, TINY + ["--set", "train.warmup_step=1"], "did you mean 'train.warmup_steps'")
 
     def test_bad_flag(self):
         self.expect_one_error(4, ["--stepz", "3"], "--stepz")

@@ -36,8 +36,8 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    // Bad flags are bad input: one line, exit status 2 (DESIGN §6).
-    chimera::log::error("{} (see `chimera --help`)", e.what());
+    // Bad flags are bad input: one line (from rank 0 when launched on many ranks), status 2.
+    if (chimera::log::is_root()) chimera::log::error("{} (see `chimera --help`)", e.what());
     return 2;
   }
 

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <string>
 
 #include "chimera/core/error.hpp"
@@ -10,8 +11,18 @@
 namespace chimera::log {
 
 namespace {
+
+// Before MPI is initialised (flag parsing, config errors) the launcher's environment tells which
+// rank this process will be, so that an error common to all ranks is printed once, by rank 0.
+int launcher_rank() {
+  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"}) {
+    if (const char* v = std::getenv(name); v != nullptr && *v != '\0') return std::atoi(v);
+  }
+  return 0;
+}
+
 std::atomic<Level> g_level{Level::Info};
-std::atomic<int> g_rank{0};
+std::atomic<int> g_rank{launcher_rank()};
 std::atomic<int> g_world{1};
 
 // One write(2) per line: whole lines from concurrent ranks never interleave.

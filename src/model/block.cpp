@@ -9,7 +9,7 @@ void block_forward(Backend& be, const Dims& d, const BlockWeights& w, const floa
   const Index N = d.N(), C = d.C;
   be.layernorm_forward(a.ln_1, a.ln_1_mean, a.ln_1_rstd, x, w.ln_1_weight, w.ln_1_bias, N, C);
   linear_forward(be, a.qkv, a.ln_1, w.attn_c_attn_weight, w.attn_c_attn_bias, nullptr, N, C, 3 * C);
-  attention_forward(be, d, a.atty, a.att, a.qkv);
+  be.attention_forward(a.atty, a.att, a.qkv, d.B, d.T, C, d.H);
   linear_forward(be, a.x2, a.atty, w.attn_c_proj_weight, w.attn_c_proj_bias, x, N, C, C);
   be.layernorm_forward(a.ln_2, a.ln_2_mean, a.ln_2_rstd, a.x2, w.ln_2_weight, w.ln_2_bias, N, C);
   linear_forward(be, a.fc, a.ln_2, w.mlp_c_fc_weight, w.mlp_c_fc_bias, nullptr, N, C, 4 * C);
@@ -29,7 +29,7 @@ void block_backward_input(Backend& be, const Dims& d, const BlockWeights& w, con
                               C);
   // Attention: dx2 -> datty -> dqkv -> dln_1; the residual adds dx2.
   linear_backward_input(be, scratch.datty, g.dx2, w.attn_c_proj_weight, N, C, C);
-  attention_backward(be, d, g.dqkv, scratch.datt, scratch.datty, a.qkv, a.att);
+  be.attention_backward(g.dqkv, scratch.datt, scratch.datty, a.qkv, a.att, d.B, d.T, C, d.H);
   linear_backward_input(be, g.dln_1, g.dqkv, w.attn_c_attn_weight, N, C, 3 * C);
   be.layernorm_backward_input(dx, g.dx2, g.dln_1, x, w.ln_1_weight, a.ln_1_mean, a.ln_1_rstd, N, C);
 }

@@ -103,14 +103,15 @@ class Backend {
   // dinp = gelu'(inp) * dout; dinp may alias dout.
   virtual void gelu_backward(float* dinp, const float* inp, const float* dout, Index n) = 0;
 
-  // `matrices` row-major T x T score matrices (already scaled), in place: row t becomes the
-  // softmax of its entries 0..t; entries after t become 0 (causal mask).
-  virtual void causal_softmax_forward(float* att, Index T, Index matrices) = 0;
-  // dpre = att * (datt - rowsum(att * datt)) below and on the diagonal, 0 above it. dpre may
-  // alias datt.
-  virtual void causal_softmax_backward(float* dpre, const float* att, const float* datt, Index T,
-                                       Index matrices) = 0;
-
+  // Causal multi-head self-attention of B sequences: qkv [B, T, 3C] holds q | k | v, head h in
+  // columns h*hs..(h+1)*hs of each (hs = C / H). att [B, H, T, T] = softmax(q k^T / sqrt(hs))
+  // with the causal mask (0 above the diagonal); out [B, T, C] = att v, head h in its columns.
+  virtual void attention_forward(float* out, float* att, const float* qkv, Index B, Index T,
+                                 Index C, Index H) = 0;
+  // dqkv [B, T, 3C] from dout [B, T, C], qkv and att of the forward; datt is scratch of
+  // B*H*T*T floats.
+  virtual void attention_backward(float* dqkv, float* datt, const float* dout, const float* qkv,
+                                  const float* att, Index B, Index T, Index C, Index H) = 0;
   // Fused softmax + cross-entropy over N rows of V logits with row stride ld >= V (columns V..ld
   // are padding and are neither read nor written). In place: logits become probabilities;
   // losses[r] = -log p[r, targets[r]].

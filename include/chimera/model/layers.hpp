@@ -1,8 +1,9 @@
 #pragma once
-// The composite layers of GPT-2 as plain forward/backward functions over contiguous buffers
-// (llm.c's style); LayerNorm, GELU, embedding and the softmax + cross-entropy come straight from
-// the backend. Backward passes are split into an input-gradient part and a weight-gradient part
-// (zero-bubble schedules run them at different times); weight gradients accumulate (+=).
+// The linear layer of GPT-2 (HF Conv1D) as plain forward/backward functions over contiguous
+// buffers (llm.c's style); attention, LayerNorm, GELU, embedding and the softmax + cross-entropy
+// come straight from the backend's fused kernels. Backward passes are split into an input-gradient
+// part and a weight-gradient part (zero-bubble schedules run them at different times); weight
+// gradients accumulate (+=).
 #include "chimera/backend/backend.hpp"
 
 namespace chimera::model {
@@ -19,7 +20,6 @@ struct Dims {
   Index V = 0;
   Index Vp = 0;
   Index N() const { return B * T; }
-  Index head_size() const { return C / H; }
 };
 
 // Hugging Face Conv1D: out[N, n_out] = inp[N, n_in] weight[n_in, n_out] + bias (+ residual, if
@@ -32,12 +32,5 @@ void linear_backward_input(Backend& be, float* dinp, const float* dout, const fl
 // dweight += inp^T dout;  dbias += column sums of dout
 void linear_backward_weight(Backend& be, float* dweight, float* dbias, const float* dout,
                             const float* inp, Index N, Index n_in, Index n_out);
-
-// Causal multi-head self-attention on qkv [B, T, 3C] (q | k | v, heads contiguous within each):
-// att [B, H, T, T] = softmax(q k^T / sqrt(C/H)) with the causal mask; out [B, T, C] = att v.
-void attention_forward(Backend& be, const Dims& d, float* out, float* att, const float* qkv);
-// dqkv [B, T, 3C] from dout [B, T, C]; `datt` is scratch of B*H*T*T floats.
-void attention_backward(Backend& be, const Dims& d, float* dqkv, float* datt, const float* dout,
-                        const float* qkv, const float* att);
 
 }  // namespace chimera::model

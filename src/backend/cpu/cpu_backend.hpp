@@ -48,9 +48,10 @@ class CpuBackend final : public Backend {
   void gelu_forward(float* out, const float* inp, Index n) override;
   void gelu_backward(float* dinp, const float* inp, const float* dout, Index n) override;
 
-  void causal_softmax_forward(float* att, Index T, Index matrices) override;
-  void causal_softmax_backward(float* dpre, const float* att, const float* datt, Index T,
-                               Index matrices) override;
+  void attention_forward(float* out, float* att, const float* qkv, Index B, Index T, Index C,
+                         Index H) override;
+  void attention_backward(float* dqkv, float* datt, const float* dout, const float* qkv,
+                          const float* att, Index B, Index T, Index C, Index H) override;
 
   void softmax_cross_entropy_forward(float* logits, float* losses, const std::int32_t* targets,
                                      Index N, Index V, Index ld) override;
@@ -62,6 +63,10 @@ class CpuBackend final : public Backend {
   double sum_of_squares(const float* x, Index n) override;
 };
 
+// One single-threaded BLIS GEMM (row-major), for kernels that parallelise over many GEMMs.
+void gemm_single_thread(Trans trans_a, Trans trans_b, Index m, Index n, Index k, float alpha,
+                        const float* a, Index lda, const float* b, Index ldb, float beta, float* c,
+                        Index ldc);
 // Chooses BLIS's kernels before its first call (see cpu_gemm.cpp); idempotent.
 void select_blis_kernels();
 // "BLIS <version> (<kernel set> kernels)"

@@ -55,8 +55,11 @@ trans_t blis_trans(Trans t) {
   return t == Trans::Yes ? BLIS_TRANSPOSE : BLIS_NO_TRANSPOSE;
 }
 
-void blis_gemm(Trans trans_a, Trans trans_b, Index m, Index n, Index k, float alpha, const float* a,
-               Index lda, const float* b, Index ldb, float beta, float* c, Index ldc) {
+}  // namespace
+
+void gemm_single_thread(Trans trans_a, Trans trans_b, Index m, Index n, Index k, float alpha,
+                        const float* a, Index lda, const float* b, Index ldb, float beta, float* c,
+                        Index ldc) {
   rntm_t rntm;
   bli_rntm_init(&rntm);
   bli_rntm_set_num_threads(1, &rntm);
@@ -65,7 +68,7 @@ void blis_gemm(Trans trans_a, Trans trans_b, Index m, Index n, Index k, float al
                lda, 1, const_cast<float*>(b), ldb, 1, &beta, c, ldc, 1, nullptr, &rntm);
 }
 
-}  // namespace
+namespace {
 
 // Slabs of C for `threads` threads. Each slab repacks the operand that all slabs share (B for
 // row slabs, A for column slabs), which costs about as much as computing ~750 rows (columns) of
@@ -77,12 +80,14 @@ Index slab_count(Index extent, int threads) {
   return wanted / threads * threads;
 }
 
+}  // namespace
+
 void CpuBackend::gemm(Trans trans_a, Trans trans_b, Index m, Index n, Index k, float alpha,
                       const float* a, Index lda, const float* b, Index ldb, float beta, float* c,
                       Index ldc) {
   const int threads = threads_for(m, n, k);
   if (threads == 1) {
-    blis_gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    gemm_single_thread(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     return;
   }
   const bool by_rows = m >= n;
@@ -98,12 +103,12 @@ void CpuBackend::gemm(Trans trans_a, Trans trans_b, Index m, Index n, Index k, f
     if (end <= begin) continue;
     if (by_rows) {
       const float* a_rows = trans_a == Trans::No ? a + begin * lda : a + begin;
-      blis_gemm(trans_a, trans_b, end - begin, n, k, alpha, a_rows, lda, b, ldb, beta,
-                c + begin * ldc, ldc);
+      gemm_single_thread(trans_a, trans_b, end - begin, n, k, alpha, a_rows, lda, b, ldb, beta,
+                         c + begin * ldc, ldc);
     } else {
       const float* b_cols = trans_b == Trans::No ? b + begin : b + begin * ldb;
-      blis_gemm(trans_a, trans_b, m, end - begin, k, alpha, a, lda, b_cols, ldb, beta, c + begin,
-                ldc);
+      gemm_single_thread(trans_a, trans_b, m, end - begin, k, alpha, a, lda, b_cols, ldb, beta,
+                         c + begin, ldc);
     }
   }
 }
@@ -116,8 +121,8 @@ void CpuBackend::gemm_strided_batched(Trans trans_a, Trans trans_b, Index m, Ind
   if (threads > 1 && batch >= threads) {
 #pragma omp parallel for schedule(static) num_threads(threads)
     for (Index i = 0; i < batch; ++i) {
-      blis_gemm(trans_a, trans_b, m, n, k, alpha, a + i * stride_a, lda, b + i * stride_b, ldb,
-                beta, c + i * stride_c, ldc);
+      gemm_single_thread(trans_a, trans_b, m, n, k, alpha, a + i * stride_a, lda, b + i * stride_b,
+                         ldb, beta, c + i * stride_c, ldc);
     }
   } else {
     for (Index i = 0; i < batch; ++i) {

@@ -7,8 +7,11 @@
 
 namespace chimera::backend::cpu {
 
-// Kernels with less work than this many elements run on one thread: waking the team costs more.
-inline constexpr Index kParallelMinElements = 1 << 15;
+// Kernels with less work than this many elements run on one thread. Waking the team costs
+// microseconds on an idle machine, but a whole scheduler slice on a busy one (the woken thread
+// waits for a CPU while the other waits for it), so the [B*T, C] row kernels of the benchmark
+// model (2^18 elements, about 0.1 ms each) stay on one thread; [B*T, 4C] and larger go parallel.
+inline constexpr Index kParallelMinElements = Index{1} << 19;
 
 // Large elementwise loops hand out chunks of this many elements dynamically, so that a thread the
 // OS deschedules (on a machine shared with other jobs) does not hold up the other threads.

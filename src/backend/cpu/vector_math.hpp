@@ -71,4 +71,14 @@ inline float fast_tanh(float x) {
   return std::copysign(1.0F - 2.0F / (e + 1.0F), x);
 }
 
+// In place: x[0..n) becomes exp(x - max); returns the ordered sum of those values (the softmax's
+// denominator).
+inline float exponentiate_in_place(float* x, Index n, float max) {
+  return ordered_sum(n, [x, max](Index i) {
+    const float e = fast_exp(x[i] - max);
+    x[i] = e;
+    return e;
+  });
+}
+
 }  // namespace chimera::backend::cpu

@@ -122,6 +122,7 @@ TEST_F(CpuKernels, StridedBatchedGemmMatchesSingleCalls) {
 
 TEST_F(CpuKernels, GemmIsThreadIndependent) {
   const Vec a = random_vec(300 * 200, 8), b = random_vec(200 * 250, 9);
+  const Vec long_panel = random_vec(50 * 4000, 10);
   expect_thread_independent([&] {
     Vec c(300 * 250);
     be_->gemm(Trans::No, Trans::No, 300, 250, 200, 1.0F, a.data(), 200, b.data(), 250, 0.0F,
@@ -129,7 +130,13 @@ TEST_F(CpuKernels, GemmIsThreadIndependent) {
     Vec d(4 * 64 * 64);
     be_->gemm_strided_batched(Trans::No, Trans::Yes, 64, 64, 50, 1.0F, a.data(), 200, 50, b.data(),
                               250, 50, 0.0F, d.data(), 64, 64 * 64, 4);
-    return std::vector<Vec>{c, d};
+    // Long enough for more slabs than threads, and wider than tall (column slabs).
+    Vec e(4000 * 16), f(16 * 4000);
+    be_->gemm(Trans::Yes, Trans::No, 4000, 16, 50, 1.0F, long_panel.data(), 4000, a.data(), 16,
+              0.0F, e.data(), 16);
+    be_->gemm(Trans::No, Trans::No, 16, 4000, 50, 1.0F, a.data(), 50, long_panel.data(), 4000, 0.0F,
+              f.data(), 4000);
+    return std::vector<Vec>{c, d, e, f};
   });
 }
 
@@ -229,25 +236,74 @@ TEST_F(CpuKernels, GeluForwardAndBackward) {
   expect_near_all(dx, edx, 2e-6, "gelu backward");
 }
 
-TEST_F(CpuKernels, CausalSoftmaxForwardAndBackward) {
-  const int T = 19, M = 3;
-  Vec att = random_vec(M * T * T, 40, 4.0F);
-  const Vec pre = att, datt = random_vec(M * T * T, 41);
-  std::vector<double> ep(M * T * T, 0.0), edpre(M * T * T, 0.0);
-  for (int row = 0; row < M * T; ++row) {
-    const int t = row % T;
-    double mx = -1e30, sum = 0, dot = 0;
-    for (int i = 0; i <= t; ++i) mx = std::max(mx, static_cast<double>(pre[row * T + i]));
-    for (int i = 0; i <= t; ++i) sum += std::exp(pre[row * T + i] - mx);
-    for (int i = 0; i <= t; ++i) ep[row * T + i] = std::exp(pre[row * T + i] - mx) / sum;
-    for (int i = 0; i <= t; ++i) dot += ep[row * T + i] * datt[row * T + i];
-    for (int i = 0; i <= t; ++i) edpre[row * T + i] = ep[row * T + i] * (datt[row * T + i] - dot);
+// Causal attention in double: att = softmax(q k^T / sqrt(hs)) below the diagonal, out = att v,
+// and the backward from dout.
+struct AttentionReference {
+  std::vector<double> att, out, dqkv;
+};
+AttentionReference reference_attention(const Vec& qkv, const Vec& dout, int B, int T, int C,
+                                       int H) {
+  const int hs = C / H;
+  AttentionReference r{std::vector<double>(B * H * T * T, 0.0), std::vector<double>(B * T * C, 0.0),
+                       std::vector<double>(B * T * 3 * C, 0.0)};
+  const auto at = [&](int b, int t, int part, int h, int i) {
+    return static_cast<std::size_t>((b * T + t) * 3 * C + part * C + h * hs + i);
+  };
+  for (int b = 0; b < B; ++b) {
+    for (int h = 0; h < H; ++h) {
+      double* p = r.att.data() + (b * H + h) * T * T;
+      for (int t = 0; t < T; ++t) {
+        double mx = -1e300;
+        for (int s = 0; s <= t; ++s) {
+          double dot = 0;
+          for (int i = 0; i < hs; ++i)
+            dot += double(qkv[at(b, t, 0, h, i)]) * qkv[at(b, s, 1, h, i)];
+          p[t * T + s] = dot / std::sqrt(double(hs));
+          mx = std::max(mx, p[t * T + s]);
+        }
+        double sum = 0;
+        for (int s = 0; s <= t; ++s) sum += (p[t * T + s] = std::exp(p[t * T + s] - mx));
+        for (int s = 0; s <= t; ++s) p[t * T + s] /= sum;
+        for (int i = 0; i < hs; ++i) {
+          double y = 0;
+          for (int s = 0; s <= t; ++s) y += p[t * T + s] * qkv[at(b, s, 2, h, i)];
+          r.out[(b * T + t) * C + h * hs + i] = y;
+        }
+      }
+      for (int t = 0; t < T; ++t) {
+        std::vector<double> dp(T, 0.0);
+        double dot = 0;
+        for (int s = 0; s <= t; ++s) {
+          for (int i = 0; i < hs; ++i) {
+            dp[s] += double(dout[(b * T + t) * C + h * hs + i]) * qkv[at(b, s, 2, h, i)];
+            r.dqkv[at(b, s, 2, h, i)] += p[t * T + s] * dout[(b * T + t) * C + h * hs + i];
+          }
+          dot += p[t * T + s] * dp[s];
+        }
+        for (int s = 0; s <= t; ++s) {
+          const double ds = p[t * T + s] * (dp[s] - dot) / std::sqrt(double(hs));
+          for (int i = 0; i < hs; ++i) {
+            r.dqkv[at(b, t, 0, h, i)] += ds * qkv[at(b, s, 1, h, i)];
+            r.dqkv[at(b, s, 1, h, i)] += ds * qkv[at(b, t, 0, h, i)];
+          }
+        }
+      }
+    }
   }
-  be_->causal_softmax_forward(att.data(), T, M);
-  expect_near_all(att, ep, 1e-5, "causal softmax");
-  Vec dpre = datt;  // in place
-  be_->causal_softmax_backward(dpre.data(), att.data(), dpre.data(), T, M);
-  expect_near_all(dpre, edpre, 1e-5, "causal softmax backward");
+  return r;
+}
+
+TEST_F(CpuKernels, CausalAttentionForwardAndBackward) {
+  const int B = 2, T = 11, C = 24, H = 3;
+  const Vec qkv = random_vec(B * T * 3 * C, 40, 1.5F), dout = random_vec(B * T * C, 41);
+  const AttentionReference ref = reference_attention(qkv, dout, B, T, C, H);
+  Vec att(B * H * T * T), out(B * T * C), datt(att.size()), dqkv(qkv.size());
+  be_->attention_forward(out.data(), att.data(), qkv.data(), B, T, C, H);
+  expect_near_all(att, ref.att, 1e-5, "attention probabilities");
+  expect_near_all(out, ref.out, 1e-5, "attention output");
+  be_->attention_backward(dqkv.data(), datt.data(), dout.data(), qkv.data(), att.data(), B, T, C,
+                          H);
+  expect_near_all(dqkv, ref.dqkv, 1e-5, "attention dqkv");
 }
 
 TEST_F(CpuKernels, SoftmaxCrossEntropyLeavesPaddingAlone) {
@@ -336,7 +392,8 @@ TEST_F(CpuKernels, SumOfSquaresInDouble) {
 }
 
 TEST_F(CpuKernels, KernelsAreThreadIndependent) {
-  const int N = 33, C = 96, T = 11, V = 301;
+  // Sizes above the kernels' one-thread thresholds (2^19 elements), so that 2 threads do split.
+  const int N = 2048, C = 320, V = 301;
   const Vec x = random_vec(N * C, 90), w = random_vec(C, 91), dy = random_vec(N * C, 92);
   const Vec logits = random_vec(N * V, 93);
   std::vector<std::int32_t> tokens(N);
@@ -351,16 +408,23 @@ TEST_F(CpuKernels, KernelsAreThreadIndependent) {
     be_->bias_backward(dbias.data(), dy.data(), N, C);
     be_->gelu_forward(g.data(), x.data(), N * C);
     be_->gelu_backward(dg.data(), x.data(), dy.data(), N * C);
-    Vec att(3 * T * T);
-    std::copy(x.begin(), x.begin() + 3 * T * T, att.begin());
-    be_->causal_softmax_forward(att.data(), T, 3);
+    // 8 heads of 64 x 64 attention over a qkv of 4 sequences.
+    const Vec qkv = random_vec(4 * 64 * 3 * 64, 94);
+    const Vec dy_att = random_vec(4 * 64 * 64, 95);
+    Vec att(4 * 2 * 64 * 64), att_out(4 * 64 * 64), datt(att.size()), dqkv(qkv.size());
+    be_->attention_forward(att_out.data(), att.data(), qkv.data(), 4, 64, 64, 2);
+    be_->attention_backward(dqkv.data(), datt.data(), dy_att.data(), qkv.data(), att.data(), 4, 64,
+                            64, 2);
     Vec probs = logits, losses(N);
     be_->softmax_cross_entropy_forward(probs.data(), losses.data(), tokens.data(), N, V, V);
-    Vec dwte(5 * C), dwpe(3 * C);
-    be_->embedding_backward(dwte.data(), dwpe.data(), dy.data(), tokens.data(), 11, 3, C);
+    Vec dwte(5 * C), dwpe(32 * C);
+    be_->embedding_backward(dwte.data(), dwpe.data(), dy.data(), tokens.data(), 64, 32, C);
+    Vec p = x, m(N * C, 0.0F), v(N * C, 0.0F), sum = dy;
+    be_->adamw_update(p.data(), dy.data(), m.data(), v.data(), N * C, AdamWArgs{});
+    be_->accumulate(sum.data(), x.data(), N * C);
     Vec squares{static_cast<float>(be_->sum_of_squares(x.data(), N * C))};
-    return std::vector<Vec>{y,  mean, rstd,  dx,     dw,   db,   dbias,  g,
-                            dg, att,  probs, losses, dwte, dwpe, squares};
+    return std::vector<Vec>{y,       mean, rstd,  dx,     dw,   db,   dbias, g, dg,  att,
+                            att_out, dqkv, probs, losses, dwte, dwpe, p,     m, sum, squares};
   });
 }
 

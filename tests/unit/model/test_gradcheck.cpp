@@ -90,12 +90,13 @@ TEST_F(GradCheck, CausalAttention) {
   const Vec w = random_vec(N * C, 11, 1.0F);
   Vec att(d_.B * d_.H * d_.T * d_.T), out(N * C);
   const auto loss = [&] {
-    attention_forward(*be_, d_, out.data(), att.data(), qkv.data());
+    be_->attention_forward(out.data(), att.data(), qkv.data(), d_.B, d_.T, d_.C, d_.H);
     return weighted_sum(out, w);
   };
   loss();
   Vec dqkv(qkv.size()), scratch(att.size());
-  attention_backward(*be_, d_, dqkv.data(), scratch.data(), w.data(), qkv.data(), att.data());
+  be_->attention_backward(dqkv.data(), scratch.data(), w.data(), qkv.data(), att.data(), d_.B, d_.T,
+                          d_.C, d_.H);
   check_gradient("attention dqkv", qkv, dqkv, loss);
   // Causality: the output at t = 0 depends on no later position.
   const Vec before = out;

@@ -146,6 +146,7 @@ struct Trainer::Impl {
   std::int64_t resume_cursor = 0;  // data stream position at start_step
   std::size_t params = 0;
   std::vector<double> losses;
+  optim::LrSchedule lr_schedule;
 
   Impl(const TrainRequest& req, MPI_Comm w);
   void setup_compute();
@@ -179,6 +180,7 @@ Trainer::Impl::Impl(const TrainRequest& req, MPI_Comm w) : request(req), world(w
 
 void Trainer::Impl::setup_compute() {
   const Config& config = request.config;
+  lr_schedule = optim::LrSchedule::from(config.train);
   const model::ParameterLayout layout(plan.model, plan.partition);
   params = layout.tied().numel;
   for (int s = 0; s < plan.schedule.stages; ++s) {
@@ -223,7 +225,6 @@ void Trainer::Impl::run() {
   if (rank == 0 && !config.log.metrics.empty()) {
     metrics = io::MetricsWriter(config.log.metrics, request.resume && start_step > 0);
   }
-  const auto lr_schedule = optim::LrSchedule::from(config.train);
   const double predicted = plan.emulate ? predicted_ms(plan) : 0.0;
 
   std::signal(SIGTERM, on_stop_signal);
@@ -235,6 +236,10 @@ void Trainer::Impl::run() {
   std::int64_t step = start_step;
   const Stopwatch run_clock;
   try {
+    if (evaluator && step < steps) {
+      // Where the run starts from (fresh, --init or --resume), before any update.
+      log::info("validation loss before step {}: {:.6f}", step + 1, evaluator->evaluate());
+    }
     for (; step < steps; ++step) {
       const Stopwatch iter_clock;
       const std::int64_t cursor = resume_cursor + (step - start_step) * plan.global_batch;

@@ -6,6 +6,7 @@ function(chimera_add_unit_test name)
   add_executable(${name} ${ARG_SOURCES})
   target_link_libraries(${name} PRIVATE ${ARG_LIBS} GTest::gtest GTest::gtest_main chimera_warnings)
   target_compile_definitions(${name} PRIVATE CHIMERA_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
+  target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/tests/support)
   gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES LABELS unit TIMEOUT 300)
 endfunction()
 
@@ -33,6 +34,7 @@ function(chimera_add_mpi_test name)
   add_executable(${name} ${ARG_SOURCES} ${PROJECT_SOURCE_DIR}/tests/mpi/mpi_test_main.cpp)
   target_link_libraries(${name} PRIVATE ${ARG_LIBS} GTest::gtest MPI::MPI_CXX chimera_core chimera_warnings)
   target_compile_definitions(${name} PRIVATE CHIMERA_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
+  target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/tests/mpi ${PROJECT_SOURCE_DIR}/tests/support)
   foreach(np IN LISTS ARG_RANKS)
     add_test(NAME ${name}.np${np}
              COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${np} ${CHIMERA_MPIEXEC_FLAGS}

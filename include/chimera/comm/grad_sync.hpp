@@ -25,8 +25,8 @@ class GradSync {
   // iterations; MPI_COMM_NULL registers nothing and returns -1.
   int add(std::string name, float* data, std::size_t count, MPI_Comm comm);
 
-  void start(int key);                      // non-blocking in-place sum
-  bool poll();  // tests every outstanding allreduce; true while any is still running
+  void start(int key);  // non-blocking in-place sum
+  bool poll();          // tests every outstanding allreduce; true while any is still running
   void wait_all(const WaitPolicy& policy);  // wait for all started; every key must have started
 
   bool started(int key) const;

@@ -2,20 +2,13 @@
 #include <mpi.h>
 
 #include "chimera/comm/agreement.hpp"
+#include "mpi_world.hpp"
 
 namespace chimera::comm {
 namespace {
 
-int world_rank() {
-  int r = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &r);
-  return r;
-}
-int world_size() {
-  int n = 0;
-  MPI_Comm_size(MPI_COMM_WORLD, &n);
-  return n;
-}
+using chimera::testing::world_rank;
+using chimera::testing::world_size;
 
 TEST(AllOrNone, SucceedsWhenEveryRankSucceeds) {
   EXPECT_NO_THROW(all_or_none(MPI_COMM_WORLD, [] {}));

@@ -5,20 +5,13 @@
 
 #include "chimera/comm/communicators.hpp"
 #include "chimera/comm/grad_sync.hpp"
+#include "mpi_world.hpp"
 
 namespace chimera::comm {
 namespace {
 
-int world_size() {
-  int n = 0;
-  MPI_Comm_size(MPI_COMM_WORLD, &n);
-  return n;
-}
-int world_rank() {
-  int r = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &r);
-  return r;
-}
+using chimera::testing::world_rank;
+using chimera::testing::world_size;
 
 // Chimera placement with D = 2 when the world is even, else a one-worker pipeline.
 schedule::Schedule test_schedule() {

@@ -13,6 +13,7 @@
 #include "checkpoint_fixture.hpp"
 #include "chimera/core/error.hpp"
 #include "chimera/io/checkpoint.hpp"
+#include "mpi_world.hpp"
 
 namespace chimera::io {
 namespace {
@@ -20,14 +21,10 @@ namespace {
 namespace fs = std::filesystem;
 
 int rank() {
-  int r = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &r);
-  return r;
+  return chimera::testing::world_rank();
 }
 int world() {
-  int s = 1;
-  MPI_Comm_size(MPI_COMM_WORLD, &s);
-  return s;
+  return chimera::testing::world_size();
 }
 
 // One directory for the whole job, named by rank 0.

@@ -14,18 +14,6 @@
 
 namespace chimera::testing {
 
-int world_rank() {
-  int r = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &r);
-  return r;
-}
-
-int world_size() {
-  int n = 0;
-  MPI_Comm_size(MPI_COMM_WORLD, &n);
-  return n;
-}
-
 std::string job_temp_dir(const std::string& tag) {
   // Rank 0's pid names the directory, so concurrent jobs (ctest -j) never share one.
   int pid = static_cast<int>(::getpid());

@@ -8,11 +8,9 @@
 
 #include "chimera/core/config.hpp"
 #include "chimera/runtime/trainer.hpp"
+#include "mpi_world.hpp"
 
 namespace chimera::testing {
-
-int world_rank();
-int world_size();
 
 // A directory shared by the ranks of this job (rank 0 creates it; all agree on the name).
 std::string job_temp_dir(const std::string& tag);

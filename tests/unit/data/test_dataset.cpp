@@ -10,6 +10,7 @@
 #include "chimera/data/dataset_writer.hpp"
 #include "chimera/h5/check.hpp"
 #include "chimera/h5/file.hpp"
+#include "input_error.hpp"
 
 namespace chimera::data {
 namespace {
@@ -55,14 +56,7 @@ std::string write_raw(const std::string& name, hid_t type, std::vector<hsize_t> 
   return path;
 }
 
-std::string input_error(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "no InputError";
-}
+using chimera::testing::input_error;
 
 TEST(TokenDataset, RoundTripReadsSamplesAndBatches) {
   const auto tokens = iota_tokens(1001);

@@ -8,6 +8,7 @@
 #include "checkpoint_fixture.hpp"
 #include "chimera/core/error.hpp"
 #include "chimera/io/checkpoint.hpp"
+#include "input_error.hpp"
 
 namespace chimera::io {
 namespace {
@@ -26,14 +27,7 @@ CheckpointMeta meta_for(std::int64_t step) {
   return {step, 1337, step * 64, "[model]\nn_layer = 2\n"};
 }
 
-std::string input_error(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "no InputError";
-}
+using chimera::testing::input_error;
 
 TEST(Checkpoint, RoundTripsTensorsAndAttributes) {
   const fs::path dir = temp_dir("roundtrip");

@@ -8,6 +8,7 @@
 #include "chimera/core/error.hpp"
 #include "chimera/model/gpt2_config.hpp"
 #include "chimera/model/partition.hpp"
+#include "input_error.hpp"
 
 namespace chimera::model {
 namespace {
@@ -22,16 +23,7 @@ GPT2Config make_config(int n_layer, int n_embd, int n_head, int n_ctx, int vocab
   return GPT2Config::from(m);
 }
 
-// The InputError's message, or "" when `f` does not throw one.
-template <typename F>
-std::string input_error(F f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "";
-}
+using chimera::testing::input_error;
 
 TEST(GPT2Config, PadsVocabularyToMultipleOf128) {
   EXPECT_EQ(make_config(1, 8, 2, 4, 50257).padded_vocab_size, 50304);
@@ -62,7 +54,7 @@ TEST(GPT2Config, SeqLenBeyondContextIsInputError) {
   EXPECT_NO_THROW(c.require_seq_len(256));
   const std::string msg = input_error([&] { c.require_seq_len(300); });
   EXPECT_NE(msg.find("data.seq_len = 300 exceeds model.n_ctx = 256"), std::string::npos) << msg;
-  EXPECT_NE(input_error([&] { c.require_seq_len(0); }), "");
+  EXPECT_NE(input_error([&] { c.require_seq_len(0); }), "no InputError");
 }
 
 TEST(Partition, BalancedPutsTheHeadOnAnEmptierLastStage) {
@@ -100,8 +92,11 @@ TEST(Partition, MoreStagesThanBlocksIsInputError) {
   const std::string msg = input_error([&] { balanced_partition(c, 5, 8); });
   EXPECT_NE(msg.find("5 model stages"), std::string::npos) << msg;
   EXPECT_NE(msg.find("at most 4"), std::string::npos) << msg;
-  EXPECT_NE(input_error([&] { explicit_partition(c, 5, std::vector<int>{1, 1, 1, 1, 0}); }), "");
-  EXPECT_NE(input_error([&] { balanced_partition(c, 0, 8); }), "");
+  EXPECT_NE(input_error([&] {
+              explicit_partition(c, 5, std::vector<int>{1, 1, 1, 1, 0});
+            }),
+            "no InputError");
+  EXPECT_NE(input_error([&] { balanced_partition(c, 0, 8); }), "no InputError");
 }
 
 TEST(Partition, ExplicitListIsChecked) {

@@ -6,8 +6,11 @@
   plot.py gantt   TRACE.json -o gantt.png     per-rank timeline of one iteration
   plot.py memory  --trace chimera=T1.json --trace 1f1b=T2.json -o memory.png
                                               peak in-flight activations per worker per scheme
+  plot.py memory  --plan-csv memory.csv -o memory.png
+                                              predicted memory per worker per scheme
 
-STUDY.csv is written by analysis/collect.py; TRACE.json by `chimera train --trace`.
+STUDY.csv is written by analysis/collect.py, TRACE.json by `chimera train --trace`, memory.csv
+by `chimera plan --memory-csv`.
 """
 from __future__ import annotations
 
@@ -18,6 +21,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from chimera_analysis import AnalysisError  # noqa: E402
 from chimera_analysis import plots  # noqa: E402
+from chimera_analysis.plan_memory import read_plan_memory  # noqa: E402
 from chimera_analysis.runs import read_csv  # noqa: E402
 from chimera_analysis.trace import peak_in_flight, read_trace  # noqa: E402
 
@@ -52,9 +56,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="iteration to draw (default: the last one in the trace)")
     p.add_argument("--title", default="", help="figure title (default: the step)")
 
-    p = sub.add_parser("memory", help="peak in-flight activations per worker, one bar per scheme")
-    p.add_argument("--trace", dest="traces", type=_labelled_path, action="append", required=True,
-                   metavar="LABEL=TRACE", help="a scheme's trace (W = 1); repeat per scheme")
+    p = sub.add_parser("memory", help="memory per worker, one bar per scheme: measured peak "
+                                      "in-flight activations (traces) or the plan's prediction")
+    source = p.add_mutually_exclusive_group(required=True)
+    source.add_argument("--trace", dest="traces", type=_labelled_path, action="append",
+                        metavar="LABEL=TRACE", help="a scheme's trace (W = 1); repeat per scheme")
+    source.add_argument("--plan-csv", type=Path,
+                        help="per-worker memory from `chimera plan --memory-csv`")
     p.add_argument("--act-mib", type=float, default=None,
                    help="activation MiB per micro-batch: plot MiB instead of micro-batches")
     p.add_argument("-o", "--output", type=Path, required=True, help="PNG to write")
@@ -71,6 +79,9 @@ def main(argv: list[str] | None = None) -> int:
             out = plots.plot_bubble(read_csv(args.table), args.output, args.title)
         elif args.plot == "gantt":
             out = plots.plot_gantt(read_trace(args.trace), args.output, args.step, args.title)
+        elif args.plan_csv:
+            out = plots.plot_memory_breakdown(read_plan_memory(args.plan_csv), args.output,
+                                              args.title)
         else:
             scale = args.act_mib if args.act_mib is not None else 1.0
             per_scheme = {label: {rank: peak * scale

@@ -208,6 +208,42 @@ def plot_memory(per_scheme: dict[str, dict[int, float]], out: str | Path, ylabel
     return _save(fig, out)
 
 
+def plot_memory_breakdown(by_scheme: dict[str, list[dict]], out: str | Path,
+                          title: str = "") -> Path:
+    """Stacked bars per worker and scheme from `chimera plan --memory-csv`: model states
+    (weights, gradients, AdamW moments), peak activations and workspace, in GiB."""
+    gib = 1024.0 ** 3
+    labels = list(by_scheme)
+    workers = sorted({r["worker"] for rows in by_scheme.values() for r in rows})
+    width = 0.8 / len(labels)
+    fig, ax = plt.subplots(figsize=(max(7.0, 0.35 * len(workers) * len(labels) + 3), 4.5))
+    stacks = (("model states", ("weights_bytes", "gradients_bytes", "optimizer_bytes"), ""),
+              ("activations", ("activations_bytes",), "//"), ("workspace", ("workspace_bytes",),
+                                                              ".."))
+    for i, label in enumerate(labels):
+        rows = {r["worker"]: r for r in by_scheme[label]}
+        xs = [w - 0.4 + width * (i + 0.5) for w in workers]
+        bottom = [0.0] * len(workers)
+        for name, parts, hatch in stacks:
+            heights = [sum(rows[w][p] for p in parts) / gib if w in rows else 0.0 for w in workers]
+            ax.bar(xs, heights, width, bottom=bottom, color=f"C{i}", hatch=hatch,
+                   edgecolor="white", linewidth=0.3,
+                   label=f"{label} ({by_scheme[label][0]['layout']})" if name == "model states"
+                   else None)
+            bottom = [b + h for b, h in zip(bottom, heights)]
+    handles, names = ax.get_legend_handles_labels()
+    handles += [Patch(facecolor="grey", hatch=h, edgecolor="white", label=n)
+                for n, _, h in stacks]
+    ax.legend(handles=handles, fontsize="small", loc="upper center",
+              bbox_to_anchor=(0.5, -0.14), ncol=3, frameon=False)
+    ax.set_xticks(workers)
+    ax.set_xlabel("worker")
+    ax.set_ylabel("memory per device (GiB)")
+    ax.grid(True, axis="y", alpha=0.3)
+    ax.set_title(title or "predicted memory per worker (chimera plan)")
+    return _save(fig, out)
+
+
 def _save(fig, out: str | Path) -> Path:
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)

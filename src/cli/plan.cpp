@@ -37,9 +37,9 @@ struct PlanOptions {
   int top = 10;
   std::string csv;
   std::string memory_csv;
-  // --predict
+  // --predict: this layout for each of --schemes
   bool predict = false;
-  plan::Layout layout{"chimera", "", 0, 0, 1, 0, 0, 1, false};
+  plan::Layout layout{"", "", 0, 0, 1, 0, 0, 1, false};
   std::string format = "table";
 };
 
@@ -170,40 +170,62 @@ void write_memory_csv(const std::string& path, const std::vector<plan::Predictio
   CHIMERA_CHECK(out.good(), "writing '{}' failed", path);
 }
 
+std::string json_line(const plan::Prediction& p) {
+  const plan::Layout& l = p.layout;
+  return fmt::format(
+      "{{\"scheme\": \"{}\", \"variant\": \"{}\", \"pipes\": {}, \"virtual\": {}, \"W\": {}, "
+      "\"D\": {}, \"N\": {}, \"B\": {}, \"recompute\": {}, \"iteration_ms\": {:.6g}, "
+      "\"work_ms\": {:.6g}, \"bubble_ms\": {:.6g}, \"p2p_ms\": {:.6g}, "
+      "\"allreduce_exposed_ms\": {:.6g}, \"allreduce_ms\": {:.6g}, \"optimizer_ms\": {:.6g}, "
+      "\"bubble_ratio\": {:.6g}, \"samples_per_s\": {:.6g}, \"peak_memory_bytes\": {:.0f}, "
+      "\"fits\": {}}}\n",
+      l.scheme, l.variant, l.pipes, l.virtual_stages, l.W, l.D, l.N, l.B, l.recompute,
+      p.iteration_ms, p.work_ms, p.bubble_ms, p.p2p_ms, p.allreduce_exposed_ms, p.allreduce_ms,
+      p.optimizer_ms, p.bubble_ratio, p.samples_per_s, p.peak_memory_bytes, p.fits);
+}
+
 int run_predict(const PlanOptions& o) {
   CHIMERA_REQUIRE(o.layout.D >= 1 && o.layout.N >= 1,
-                  "--predict needs the layout: --scheme S -W w -D d -N n [-B b]");
+                  "--predict needs the layout: -W w -D d -N n [-B b] [--recompute]");
   CHIMERA_REQUIRE(o.nodes == 0 || o.nodes == o.layout.nodes(),
                   "--nodes {} disagrees with W x D = {} x {} = {}", o.nodes, o.layout.W, o.layout.D,
                   o.layout.nodes());
+  CHIMERA_REQUIRE(o.global_batch == 0 || o.global_batch == o.layout.global_batch(),
+                  "--global-batch {} disagrees with W x N x B = {}", o.global_batch,
+                  o.layout.global_batch());
   plan::Predictor predictor(shape_of(o), machine_of(o));
-  const plan::Prediction p = predictor(o.layout);
+  std::vector<plan::Prediction> predictions;
+  for (const std::string& spec :
+       o.schemes.empty() ? std::vector<std::string>{"chimera"} : o.schemes) {
+    const plan::SchemeChoice c = plan::parse_scheme_choice(spec);
+    plan::Layout l = o.layout;
+    l.scheme = c.scheme;
+    l.variant = c.variant;
+    l.pipes = c.pipes;
+    l.virtual_stages = c.virtual_stages;
+    predictions.push_back(predictor(l));
+  }
+  if (!o.memory_csv.empty()) write_memory_csv(o.memory_csv, predictions);
   if (o.format == "json") {
-    fmt::print(
-        "{{\"scheme\": \"{}\", \"variant\": \"{}\", \"pipes\": {}, \"W\": {}, \"D\": {}, "
-        "\"N\": {}, \"B\": {}, \"recompute\": {}, \"iteration_ms\": {:.6g}, "
-        "\"work_ms\": {:.6g}, \"bubble_ms\": {:.6g}, \"p2p_ms\": {:.6g}, "
-        "\"allreduce_exposed_ms\": {:.6g}, \"optimizer_ms\": {:.6g}, "
-        "\"bubble_ratio\": {:.6g}, \"samples_per_s\": {:.6g}, "
-        "\"peak_memory_bytes\": {:.0f}, \"fits\": {}}}\n",
-        p.layout.scheme, p.layout.variant, p.layout.pipes, p.layout.W, p.layout.D, p.layout.N,
-        p.layout.B, p.layout.recompute, p.iteration_ms, p.work_ms, p.bubble_ms, p.p2p_ms,
-        p.allreduce_exposed_ms, p.optimizer_ms, p.bubble_ratio, p.samples_per_s,
-        p.peak_memory_bytes, p.fits);
+    for (const plan::Prediction& p : predictions) fmt::print("{}", json_line(p));
     return 0;
   }
   print_header(predictor, o);
-  fmt::print("\n{}\n{}\n", kRowHeader, row(p));
-  fmt::print(
-      "\niteration {:.2f} ms = work {:.2f} + bubbles {:.2f} + p2p {:.2f} + exposed "
-      "allreduce {:.2f} + optimizer {:.2f}\n",
-      p.iteration_ms, p.work_ms, p.bubble_ms, p.p2p_ms, p.allreduce_exposed_ms, p.optimizer_ms);
-  fmt::print("allreduce {:.2f} ms in all, {:.0f}% hidden behind the backward tail\n",
-             p.allreduce_ms,
-             p.allreduce_ms > 0 ? 100 * p.allreduce_hidden_ms / p.allreduce_ms : 100);
-  fmt::print("memory per worker (GiB):");
-  for (const plan::WorkerMemory& m : p.memory) fmt::print(" {:.2f}", m.total() / kGiB);
-  fmt::print("{}\n", p.fits ? "" : "  -- does NOT fit");
+  fmt::print("\n{}\n", kRowHeader);
+  for (const plan::Prediction& p : predictions) fmt::print("{}\n", row(p));
+  for (const plan::Prediction& p : predictions) {
+    fmt::print(
+        "\n{}: iteration {:.2f} ms = work {:.2f} + bubbles {:.2f} + p2p {:.2f} + exposed "
+        "allreduce {:.2f} + optimizer {:.2f}\n",
+        p.layout.scheme_label(), p.iteration_ms, p.work_ms, p.bubble_ms, p.p2p_ms,
+        p.allreduce_exposed_ms, p.optimizer_ms);
+    fmt::print("  allreduce {:.2f} ms in all, {:.0f}% hidden behind the backward tail\n",
+               p.allreduce_ms,
+               p.allreduce_ms > 0 ? 100 * p.allreduce_hidden_ms / p.allreduce_ms : 100.0);
+    fmt::print("  memory per worker (GiB):");
+    for (const plan::WorkerMemory& m : p.memory) fmt::print(" {:.2f}", m.total() / kGiB);
+    fmt::print("{}\n", p.fits ? "" : "  -- does NOT fit");
+  }
   return 0;
 }
 
@@ -272,7 +294,7 @@ Run add_plan_command(CLI::App& app) {
       "  chimera plan --model jobscripts/configs/gpt2-1.3b.toml --nodes 2048 --memory 16 \\\n"
       "      --network 5us,8GB/s --costs jobscripts/configs/p100-costs.toml --global-batch 2048\n"
       "  chimera plan --model jobscripts/configs/local.toml --memory 64 --cost 2:4 \\\n"
-      "      --network 20us,2GB/s --predict --scheme chimera -W 2 -D 4 -N 8");
+      "      --network 20us,2GB/s --predict --schemes chimera,1f1b -W 2 -D 4 -N 8");
   sub->add_option("--model", o->model,
                   "run config TOML whose [model] and data.seq_len describe the model")
       ->required();
@@ -304,20 +326,18 @@ Run add_plan_command(CLI::App& app) {
   sub->add_option("--top", o->top, "layouts to list (default 10)");
   sub->add_option("--csv", o->csv, "write every layout that fits, ranked, to this CSV file");
   sub->add_option("--memory-csv", o->memory_csv,
-                  "write the per-worker memory of each scheme's best layout to this CSV "
-                  "(analysis/plot.py memory --plan-csv)");
+                  "write the per-worker memory of each scheme's best layout (with --predict: of "
+                  "each prediction) to this CSV (analysis/plot.py memory --plan-csv)");
   sub->add_flag("--predict", o->predict,
-                "predict one layout (--scheme, -W, -D, -N, -B, --recompute) instead of searching");
-  sub->add_option("--scheme", o->layout.scheme, "--predict: the scheme (default chimera)");
-  sub->add_option("--variant", o->layout.variant, "--predict: chimera direct, doubling, halving");
-  sub->add_option("--pipes", o->layout.pipes, "--predict: chimera pipelines 2f (default 2)");
-  sub->add_option("--virtual", o->layout.virtual_stages, "--predict: interleaved v (default 2)");
+                "instead of searching, predict the layout -W -D -N -B [--recompute] for each of "
+                "--schemes (default chimera)");
   sub->add_option("-W", o->layout.W, "--predict: data-parallel replicas (default 1)");
   sub->add_option("-D,--stages", o->layout.D, "--predict: pipeline stages");
   sub->add_option("-N,--micro-batches", o->layout.N, "--predict: micro-batches per group");
   sub->add_option("-B,--micro-batch-size", o->layout.B, "--predict: samples per micro-batch");
   sub->add_flag("--recompute", o->layout.recompute, "--predict: recompute activations");
-  sub->add_option("--format", o->format, "--predict output: table (default) or json")
+  sub->add_option("--format", o->format,
+                  "--predict output: table (default) or json (one object per scheme and line)")
       ->check(CLI::IsMember({"table", "json"}));
   return [o]() { return run_plan(*o); };
 }

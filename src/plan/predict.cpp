@@ -21,11 +21,8 @@ std::string Layout::scheme_label() const {
   return label;
 }
 
-OpCost ComputeModel::stage_cost(const StageInfo& stage, int samples, int micro_batch_size) const {
-  if (!layers) {
-    const double share = static_cast<double>(samples) / micro_batch_size;
-    return {emulated.forward_ms * share, emulated.backward_ms * share};
-  }
+OpCost ComputeModel::stage_cost(const StageInfo& stage, int samples) const {
+  CHIMERA_CHECK(layers.has_value(), "stage costs need per-layer costs");
   const LayerCosts& c = *layers;
   OpCost total;
   if (stage.first) total += c.scaled(c.embedding, samples);
@@ -131,20 +128,25 @@ Prediction Predictor::operator()(const Layout& l) {
   const ComputeModel& compute = machine_.compute;
   const Network& net = machine_.network;
 
-  // The simulator takes one cost for every stage op: the slowest stage's, scaled to a configured
-  // micro-batch through 1/D of the model.
-  OpCost slowest;
+  // The simulator takes one cost for all ops, per configured micro-batch through 1/D of the
+  // model: the slowest stage's, scaled up from its share (a half micro-batch, 1/v of a worker's
+  // slice with interleaving). Emulated costs are in that unit already.
+  OpCost per_op = compute.emulated;
   double largest_stage_params = 0.0;
-  for (const StageInfo& info : st) {
-    const OpCost c = compute.stage_cost(info, samples, l.B);
-    slowest.forward_ms = std::max(slowest.forward_ms, c.forward_ms);
-    slowest.backward_ms = std::max(slowest.backward_ms, c.backward_ms);
+  for (const StageInfo& info : st)
     largest_stage_params = std::max(largest_stage_params, info.params);
+  if (compute.layers) {
+    per_op = {};
+    const double to_configured = static_cast<double>(s.mb_split) * s.stages / s.workers;
+    for (const StageInfo& info : st) {
+      const OpCost c = compute.stage_cost(info, samples);
+      per_op.forward_ms = std::max(per_op.forward_ms, c.forward_ms * to_configured);
+      per_op.backward_ms = std::max(per_op.backward_ms, c.backward_ms * to_configured);
+    }
   }
-  const double to_configured = static_cast<double>(s.mb_split) * s.stages / s.workers;
   sched::Costs costs;
-  costs.F = slowest.forward_ms * to_configured;
-  costs.B = slowest.backward_ms * to_configured;
+  costs.F = per_op.forward_ms;
+  costs.B = per_op.backward_ms;
   costs.W = costs.B / 2;
   costs.I = costs.B / 2;
   if (l.recompute) {  // the forward runs again before the input gradient

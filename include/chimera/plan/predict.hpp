@@ -37,16 +37,16 @@ struct Layout {
   std::string scheme_label() const;
 };
 
-// Compute costs: a machine's per-layer costs, or the fixed stage-op costs of the runtime's
-// emulated compute (`chimera train --compute emulate --cost F:B`).
+// Compute costs: a machine's per-layer costs, or the costs of the runtime's emulated compute
+// (`chimera train --compute emulate --cost F:B`), which follow the simulator's convention: F and
+// B per op on one configured micro-batch through 1/D of the model.
 struct ComputeModel {
   std::optional<LayerCosts> layers;
-  OpCost emulated;  // used without `layers`: per stage op and configured micro-batch
+  OpCost emulated;  // used without `layers`
   double optimizer_ns_per_param = 0.0;
 
-  // Forward and backward of one model stage on `samples` of a configured micro-batch of
-  // `micro_batch_size` samples (emulated costs are per configured micro-batch: a half costs half).
-  OpCost stage_cost(const StageInfo& stage, int samples, int micro_batch_size) const;
+  // Forward and backward of one model stage on `samples` samples (needs `layers`).
+  OpCost stage_cost(const StageInfo& stage, int samples) const;
 };
 
 struct Machine {

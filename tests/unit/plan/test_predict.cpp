@@ -46,12 +46,13 @@ TEST(Predict, ReproducesTheIterationTimesOfDesign) {
   EXPECT_DOUBLE_EQ(p.samples_per_s, 3 * 4 * 5 / 16.0 * 1e3);
 }
 
-TEST(Predict, EmulatedOpsCostTheSameWhateverTheirStage) {
+TEST(Predict, EmulatedCostsAreThroughOneWorkersSliceOfTheModel) {
+  // As in the runtime's emulation and the simulator: with v = 2 model stages per worker an op
+  // costs F / 2, so a worker's work is N (F + B) whatever v is.
   Predictor predict(small_model(), emulated(1, 1));
   Layout l = layout("interleaved", 1, 4, 4);
   l.virtual_stages = 2;
-  // Every worker runs N micro-batches through v stages, each op a full F or B.
-  EXPECT_DOUBLE_EQ(predict(l).work_ms, 4 * 2 * 2.0);
+  EXPECT_DOUBLE_EQ(predict(l).work_ms, 4 * 2.0);
 }
 
 TEST(Predict, MessagesAddAlphaToTheCriticalPath) {
@@ -135,15 +136,33 @@ TEST(Predict, LayerCostsSumOverTheStage) {
   costs.block = {2, 20};
   costs.head = {4, 40};
   c.layers = costs;
-  const OpCost middle = c.stage_cost({3, false, false, 0}, 1, 1);
+  const OpCost middle = c.stage_cost({3, false, false, 0}, 1);
   EXPECT_DOUBLE_EQ(middle.forward_ms, 6);
-  const OpCost whole = c.stage_cost({2, true, true, 0}, 2, 2);
+  const OpCost whole = c.stage_cost({2, true, true, 0}, 2);
   EXPECT_DOUBLE_EQ(whole.forward_ms, 2 * (1 + 4 + 4));
   EXPECT_DOUBLE_EQ(whole.backward_ms, 2 * (10 + 40 + 40));
-  // Emulated costs are per configured micro-batch: half a micro-batch costs half.
-  ComputeModel e;
-  e.emulated = {3, 6};
-  EXPECT_DOUBLE_EQ(e.stage_cost({3, false, false, 0}, 2, 4).backward_ms, 3);
+}
+
+TEST(Predict, TheSlowestStageSetsTheOpCost) {
+  // 8 blocks over 4 stages; the head costs as much as 4 blocks, so the last stage is the slowest
+  // whatever the partition, and every op is charged its cost.
+  Machine m = emulated(0, 0);
+  LayerCosts costs;
+  costs.n_embd = 64;
+  costs.n_head = 4;
+  costs.seq_len = 32;
+  costs.vocab_size = 1000;
+  costs.micro_batch_size = 1;
+  costs.block = {1, 2};
+  costs.head = {4, 8};
+  m.compute.layers = costs;
+  const ModelShape shape = small_model();
+  const auto stages = shape.stages(4);
+  const double last = stages[3].blocks + 4.0;
+  Predictor predict(shape, m);
+  const Prediction p = predict(layout("gpipe", 1, 4, 4));
+  EXPECT_DOUBLE_EQ(p.work_ms, 4 * (last + 2 * last));
+  EXPECT_DOUBLE_EQ(p.iteration_ms, (4 + 3) * 3 * last);
 }
 
 TEST(Predict, InvalidLayoutsAreInputErrors) {

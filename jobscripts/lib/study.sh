@@ -130,7 +130,7 @@ study_point() {
       mkdir -p "$out"
       printf '%-48s ' "$name"
       if jobscripts/run_point --launcher mpirun "${point[@]}" --bin "$bin" >"$out/$name.out" 2>&1
-      then tail -n 3 "$out/$name.metrics.jsonl" | study_summary_line
+      then study_summary_line <"$out/$name.metrics.jsonl"
       else failed=$((failed + 1)); echo "FAILED (see $out/$name.out)"; fi
     fi
     return 0
@@ -149,10 +149,13 @@ study_point() {
   fi
 }
 
-# "12.3 ms/iter" from the last metrics lines of a local run.
+# "12.3 ms/iter": the median iteration of a local run after its first (warm-up) step.
 study_summary_line() {
-  awk -F'"iter_ms": ' 'NF > 1 { split($2, a, ","); ms = a[1] } END {
-    if (ms != "") printf "%8.2f ms/iter\n", ms; else print "no metrics" }'
+  awk -F'"iter_ms": ' 'NF > 1 && NR > 1 { split($2, a, ","); ms[n++] = a[1] + 0 } END {
+    if (n == 0) { print "no timed steps"; exit }
+    for (i = 1; i < n; i++) for (j = i; j > 0 && ms[j - 1] > ms[j]; j--) {
+      t = ms[j]; ms[j] = ms[j - 1]; ms[j - 1] = t }
+    printf "%8.2f ms/iter\n", n % 2 ? ms[int(n / 2)] : (ms[n / 2 - 1] + ms[n / 2]) / 2 }'
 }
 
 study_finish() {

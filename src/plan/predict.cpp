@@ -112,6 +112,40 @@ std::vector<WorkerMemory> worker_memory(const sched::Schedule& s,
   return out;
 }
 
+// The simulator takes one F and one B for all ops, per configured micro-batch through 1/D of the
+// model. Stages differ (the first holds the embedding, the last the LM head), so the planner gives
+// it the mean op cost of the busiest worker: its total work is then exact. With one stage per
+// worker (GPipe, 1F1B) that is the slowest stage; with Chimera and GEMS the mean of the worker's
+// stages, e.g. the heavy last stage paired with the light first one.
+OpCost busiest_worker_op_cost(const sched::Schedule& s, const std::vector<StageInfo>& stages,
+                              const ComputeModel& compute, int samples) {
+  std::vector<OpCost> stage_cost;
+  for (const StageInfo& info : stages) stage_cost.push_back(compute.stage_cost(info, samples));
+  // An op on one schedule micro-batch of a model stage is 1/mb_split of a configured one through
+  // D/stages of a worker's slice.
+  const double to_unit = static_cast<double>(s.mb_split) * s.stages / s.workers;
+  OpCost busiest;
+  double busiest_work = -1.0;
+  for (const auto& ops : s.ops) {
+    double forward = 0.0, forward_mbs = 0.0, backward = 0.0, backward_mbs = 0.0;
+    for (const sched::Op& op : ops) {
+      const double n = static_cast<double>(op.mbs.size());
+      if (op.kind == sched::OpKind::F) {
+        forward += n * stage_cost[op.stage].forward_ms;
+        forward_mbs += n;
+      } else if (op.kind != sched::OpKind::W) {  // B, or I standing for its whole backward
+        backward += n * stage_cost[op.stage].backward_ms;
+        backward_mbs += n;
+      }
+    }
+    if (forward + backward > busiest_work && forward_mbs > 0 && backward_mbs > 0) {
+      busiest_work = forward + backward;
+      busiest = {forward / forward_mbs, backward / backward_mbs};
+    }
+  }
+  return {busiest.forward_ms * to_unit, busiest.backward_ms * to_unit};
+}
+
 }  // namespace
 
 Prediction Predictor::operator()(const Layout& l) {
@@ -128,22 +162,12 @@ Prediction Predictor::operator()(const Layout& l) {
   const ComputeModel& compute = machine_.compute;
   const Network& net = machine_.network;
 
-  // The simulator takes one cost for all ops, per configured micro-batch through 1/D of the
-  // model: the slowest stage's, scaled up from its share (a half micro-batch, 1/v of a worker's
-  // slice with interleaving). Emulated costs are in that unit already.
-  OpCost per_op = compute.emulated;
   double largest_stage_params = 0.0;
-  for (const StageInfo& info : st)
+  for (const StageInfo& info : st) {
     largest_stage_params = std::max(largest_stage_params, info.params);
-  if (compute.layers) {
-    per_op = {};
-    const double to_configured = static_cast<double>(s.mb_split) * s.stages / s.workers;
-    for (const StageInfo& info : st) {
-      const OpCost c = compute.stage_cost(info, samples);
-      per_op.forward_ms = std::max(per_op.forward_ms, c.forward_ms * to_configured);
-      per_op.backward_ms = std::max(per_op.backward_ms, c.backward_ms * to_configured);
-    }
   }
+  const OpCost per_op = compute.layers ? busiest_worker_op_cost(s, st, compute, samples)
+                                       : compute.emulated;  // already in the simulator's unit
   sched::Costs costs;
   costs.F = per_op.forward_ms;
   costs.B = per_op.backward_ms;

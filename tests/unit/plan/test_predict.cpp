@@ -143,9 +143,8 @@ TEST(Predict, LayerCostsSumOverTheStage) {
   EXPECT_DOUBLE_EQ(whole.backward_ms, 2 * (10 + 40 + 40));
 }
 
-TEST(Predict, TheSlowestStageSetsTheOpCost) {
-  // 8 blocks over 4 stages; the head costs as much as 4 blocks, so the last stage is the slowest
-  // whatever the partition, and every op is charged its cost.
+Machine head_heavy_machine() {
+  // The head costs as much as 4 blocks; the embedding is free.
   Machine m = emulated(0, 0);
   LayerCosts costs;
   costs.n_embd = 64;
@@ -156,13 +155,31 @@ TEST(Predict, TheSlowestStageSetsTheOpCost) {
   costs.block = {1, 2};
   costs.head = {4, 8};
   m.compute.layers = costs;
+  return m;
+}
+
+TEST(Predict, OneStagePerWorkerRunsAtTheSlowestStage) {
   const ModelShape shape = small_model();
   const auto stages = shape.stages(4);
-  const double last = stages[3].blocks + 4.0;
-  Predictor predict(shape, m);
+  const double last = stages[3].blocks + 4.0;  // the slowest stage, forward
+  Predictor predict(shape, head_heavy_machine());
   const Prediction p = predict(layout("gpipe", 1, 4, 4));
   EXPECT_DOUBLE_EQ(p.work_ms, 4 * (last + 2 * last));
   EXPECT_DOUBLE_EQ(p.iteration_ms, (4 + 3) * 3 * last);
+}
+
+TEST(Predict, ChimeraWorkersRunAtTheMeanOfTheirTwoStages) {
+  const ModelShape shape = small_model();
+  const auto stages = shape.stages(4);
+  std::vector<double> forward;
+  for (const StageInfo& st : stages) forward.push_back(st.blocks + (st.last ? 4.0 : 0.0));
+  // Worker p holds stages p and 3 - p; the busiest pair sets the op cost.
+  const double x = std::max(forward[0] + forward[3], forward[1] + forward[2]) / 2;
+  Predictor predict(shape, head_heavy_machine());
+  const Prediction p = predict(layout("chimera", 1, 4, 4));
+  EXPECT_DOUBLE_EQ(p.work_ms, 4 * x + 4 * 2 * x);
+  // B = 2F: (N + D/2 - 1)(F + B) + (D/2 - 1) F
+  EXPECT_DOUBLE_EQ(p.iteration_ms, 16 * x);
 }
 
 TEST(Predict, InvalidLayoutsAreInputErrors) {

@@ -38,7 +38,7 @@ study_set_defaults() {
   config="jobscripts/configs/gpt2-1.3b.toml" bin="build/cuda/bin/chimera"
   if ((local_mode)); then
     config="jobscripts/configs/local.toml" bin="build/release/bin/chimera"
-    compute=emulate cost="2:4" steps=6 schemes="chimera,1f1b,gpipe"
+    compute=emulate cost="10:20" steps=6 schemes="chimera,1f1b,gpipe"
   fi
   out="runs/$study_name"
 }

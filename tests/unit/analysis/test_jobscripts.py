@@ -66,7 +66,7 @@ class DriverDryRunTest(unittest.TestCase):
         self.assertEqual(len(lines), 3 * 4)
         for line in lines:
             self.assertTrue(line.startswith("mpirun -np "))
-            self.assertIn("--compute emulate --cost 2:4", line)
+            self.assertIn("--compute emulate --cost 10:20", line)
             self.assertIn("--set parallel.stages=4", line)
 
     def test_bad_input_exits_2_with_one_line(self):

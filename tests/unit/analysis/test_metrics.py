@@ -26,7 +26,7 @@ class MetricsTest(unittest.TestCase):
     def test_reads_sample_and_skips_truncated_last_line(self):
         path = helpers.SAMPLES / "weak" / "weak-1f1b-P8-W2-D4-N4-B1.metrics.jsonl"
         records = read_metrics(path)
-        self.assertEqual([r["step"] for r in records], [1, 2, 3, 4])
+        self.assertEqual([r["step"] for r in records], [0, 1, 2, 3])
         self.assertIsInstance(records[0]["peak_act_bytes"], int)
 
     def test_null_becomes_nan_and_val_loss_is_kept(self):

@@ -50,9 +50,10 @@ class PlotTest(unittest.TestCase):
 
     def test_gantt(self):
         png = self.out / "gantt.png"
-        trace = helpers.SAMPLES / "traces" / "chimera_d4n4.json"
-        self.assertEqual(plot.main(["gantt", str(trace), "-o", str(png), "--step", "0"]), 0)
-        self.assert_png(png)
+        for name in ("chimera_d4n4.json", "chimera_d4n4_emulated.json"):
+            trace = helpers.SAMPLES / "traces" / name
+            self.assertEqual(plot.main(["gantt", str(trace), "-o", str(png), "--step", "0"]), 0)
+            self.assert_png(png)
         self.assertEqual(plot.main(["gantt", str(trace), "-o", str(png), "--step", "9"]), 2)
 
     def test_memory(self):
@@ -60,6 +61,7 @@ class PlotTest(unittest.TestCase):
         traces = helpers.SAMPLES / "traces"
         self.assertEqual(plot.main(["memory", "--trace", f"chimera={traces / 'chimera_d4n4.json'}",
                                     "--trace", f"gpipe={traces / 'gpipe_d4n4.json'}",
+                                    "--trace", f"1f1b={traces / '1f1b_d4n4_emulated.json'}",
                                     "--act-mib", "1.5", "-o", str(png)]), 0)
         self.assert_png(png)
 

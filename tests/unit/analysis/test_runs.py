@@ -14,11 +14,12 @@ class CollectTest(unittest.TestCase):
         rows = collect_study(helpers.SAMPLES / "weak")
         by_name = {r["name"]: r for r in rows}
         self.assertEqual(len(rows), 11)
-        self.assertEqual(by_name["weak-chimera-P32-W8-D4-N4-B1"]["status"], "pending")
-        failed = by_name["weak-gpipe-P32-W8-D4-N4-B1"]
+        self.assertEqual(by_name["weak-chimera-direct-P32-W8-D4-N4-B1"]["status"], "pending")
+        failed = by_name["weak-gpipe-P32-W8-D4-N4-B1"]  # its log is NAME.JOBID.out
         self.assertEqual(failed["status"], "failed")
-        self.assertIn("multiple of 4", failed["error"])
-        ok = by_name["weak-chimera-P16-W4-D4-N4-B1"]
+        self.assertTrue(failed["error"].startswith("[rank 0] error: data.train is empty"))
+        self.assertEqual(by_name["weak-1f1b-P8-W2-D4-N4-B1"]["steps"], 4)  # cut-off line skipped
+        ok = by_name["weak-chimera-direct-P16-W4-D4-N4-B1"]
         self.assertEqual(ok["status"], "ok")
         self.assertEqual(ok["global_batch"], 4 * 4 * 1)
         self.assertAlmostEqual(ok["samples_per_s"], ok["tokens_per_s"] / ok["seq_len"])

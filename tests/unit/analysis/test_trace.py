@@ -58,6 +58,24 @@ class TraceTest(unittest.TestCase):
         self.assertEqual(peak_in_flight(chimera), {0: 3, 1: 4, 2: 4, 3: 3})
         self.assertEqual(peak_in_flight(gpipe), {0: 4, 1: 4, 2: 4, 3: 4})
 
+    def test_emulated_run_trace(self):
+        # A trace of `chimera train --compute emulate` (jobscripts/local/bubble_study): the ops of
+        # each rank run in the order of the DESIGN grid, whatever their timing.
+        events = read_trace(helpers.SAMPLES / "traces" / "chimera_d4n4_emulated.json")
+        expected = [[tok for tok in line.split() if tok != "."]
+                    for line in CHIMERA_D4N4.splitlines()]
+        step = steps(events)[-1]
+        for rank in range(4):
+            ops = [parse_op_name(e.name) for e in events_of_step(events, step)
+                   if e.rank == rank and e.lane == COMPUTE]
+            self.assertEqual([f"{o.kind}{o.mbs[0]}{'du'[o.pipe]}{o.stage}" for o in ops],
+                             expected[rank])
+        self.assertEqual(peak_in_flight(events), {0: 3, 1: 4, 2: 4, 3: 3})
+        lanes = {e.lane for e in events}
+        self.assertEqual(lanes, {0, 1, 2})
+        one_f_one_b = read_trace(helpers.SAMPLES / "traces" / "1f1b_d4n4_emulated.json")
+        self.assertEqual(peak_in_flight(one_f_one_b), {0: 4, 1: 3, 2: 2, 3: 1})
+
     def test_bad_traces(self):
         with tempfile.TemporaryDirectory() as d:
             path = Path(d) / "t.json"

@@ -2,6 +2,8 @@
 // layout (--predict) to compare with a measured run.
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -43,25 +45,32 @@ struct PlanOptions {
   std::string format = "table";
 };
 
-// "F:B" milliseconds, as `chimera train --cost` takes them.
-plan::OpCost parse_emulated_cost(const std::string& text) {
-  const auto colon = text.find(':');
-  double f = -1;
-  double b = -1;
-  try {
-    std::size_t used_f = 0;
-    std::size_t used_b = 0;
-    if (colon != std::string::npos) {
-      f = std::stod(text.substr(0, colon), &used_f);
-      b = std::stod(text.substr(colon + 1), &used_b);
-      if (used_f != colon || used_b != text.size() - colon - 1) f = -1;
-    }
-  } catch (const std::exception&) {
-    f = -1;
+// "F:B" or "F:B:W" milliseconds, as `chimera train --cost` takes them (W: the weight-gradient
+// part of B when the backward is split; B/2 without it).
+plan::ComputeModel parse_emulated_cost(const std::string& text) {
+  std::vector<double> parts;
+  std::size_t begin = 0;
+  bool numbers = true;
+  while (numbers && begin <= text.size()) {
+    const std::size_t end = std::min(text.find(':', begin), text.size());
+    double x = 0;
+    const auto [ptr, ec] = std::from_chars(text.data() + begin, text.data() + end, x);
+    numbers = ec == std::errc() && ptr == text.data() + end && std::isfinite(x) && x > 0;
+    parts.push_back(x);
+    begin = end + 1;
   }
-  CHIMERA_REQUIRE(f > 0 && b > 0 && std::isfinite(f) && std::isfinite(b),
-                  "--cost '{}': expected F:B in milliseconds per stage op, e.g. 2:4", text);
-  return {f, b};
+  CHIMERA_REQUIRE(numbers && (parts.size() == 2 || parts.size() == 3),
+                  "--cost '{}': expected F:B or F:B:W in milliseconds per stage op, each > 0, "
+                  "e.g. 10:20",
+                  text);
+  plan::ComputeModel c;
+  c.emulated = {parts[0], parts[1]};
+  if (parts.size() == 3) {
+    CHIMERA_REQUIRE(parts[2] <= parts[1], "--cost '{}': W ({} ms) cannot exceed B ({} ms)", text,
+                    parts[2], parts[1]);
+    c.weight_share = parts[2] / parts[1];
+  }
+  return c;
 }
 
 plan::Machine machine_of(const PlanOptions& o) {
@@ -82,7 +91,7 @@ plan::Machine machine_of(const PlanOptions& o) {
     m.compute.layers = plan::load_layer_costs(o.costs_file);
     m.compute.optimizer_ns_per_param = m.compute.layers->optimizer_ns_per_param;
   } else {
-    m.compute.emulated = parse_emulated_cost(o.cost);
+    m.compute = parse_emulated_cost(o.cost);
   }
   if (o.optimizer_ns_per_param >= 0) m.compute.optimizer_ns_per_param = o.optimizer_ns_per_param;
   return m;
@@ -309,9 +318,10 @@ Run add_plan_command(CLI::App& app) {
                   "per byte (ns/B), e.g. 5us,10GB/s (default)");
   sub->add_option("--costs", o->costs_file,
                   "per-layer forward/backward costs of the machine (TOML, docs/scaling.md)");
-  sub->add_option("--cost", o->cost,
-                  "instead of --costs: every stage op costs F:B ms per micro-batch, as in "
-                  "`chimera train --compute emulate --cost F:B`");
+  sub->add_option(
+      "--cost", o->cost,
+      "instead of --costs: every op costs F:B[:W] ms per micro-batch through 1/D of the "
+      "model, as in `chimera train --compute emulate --cost F:B[:W]`");
   sub->add_option("--optimizer-ns", o->optimizer_ns_per_param,
                   "AdamW step time per parameter held, ns (default: from --costs, else 0)");
   sub->add_option("--global-batch", o->global_batch, "G: samples per iteration, W x N x B");

@@ -171,8 +171,8 @@ Prediction Predictor::operator()(const Layout& l) {
   sched::Costs costs;
   costs.F = per_op.forward_ms;
   costs.B = per_op.backward_ms;
-  costs.W = costs.B / 2;
-  costs.I = costs.B / 2;
+  costs.W = costs.B * compute.weight_share;
+  costs.I = costs.B - costs.W;
   if (l.recompute) {  // the forward runs again before the input gradient
     costs.B += costs.F;
     costs.I += costs.F;

@@ -43,6 +43,8 @@ struct Layout {
 struct ComputeModel {
   std::optional<LayerCosts> layers;
   OpCost emulated;  // used without `layers`
+  // Share of a backward that is the weight gradient (W) when it is split into I and W.
+  double weight_share = 0.5;
   double optimizer_ns_per_param = 0.0;
 
   // Forward and backward of one model stage on `samples` samples (needs `layers`).

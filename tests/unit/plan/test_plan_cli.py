@@ -34,6 +34,13 @@ class PredictTest(unittest.TestCase):
         self.assertAlmostEqual(rows[0]["bubble_ratio"], 0.2)
         self.assertAlmostEqual(rows[1]["iteration_ms"], 14.0)
 
+    def test_split_backward_takes_the_weight_gradient_share(self):
+        # zb-h1 runs I before W; a bigger W share delays less of the critical path.
+        small_w, big_w = (self.predict("--cost", cost, "--network", "0us,0ns/B", "--schemes",
+                                       "zb-h1", "-D", "4", "-N", "4")[0]["iteration_ms"]
+                          for cost in ("1:2:0.2", "1:2:1.8"))
+        self.assertLess(big_w, small_w)
+
     def test_network_costs_time(self):
         free, slow = (self.predict("--cost", "2:4", "--network", net, "-W", "2", "-D", "4",
                                    "-N", "8")[0] for net in ("0us,0ns/B", "50us,1GB/s"))
@@ -96,8 +103,9 @@ class BadInputTest(unittest.TestCase):
                                 "-N", "4")
         self.assert_input_error("exactly one of --costs FILE", *common, "--cost", "1:1",
                                 "--costs", P100, "--predict", "-D", "4", "-N", "4")
-        self.assert_input_error("--cost '1:x'", *common, "--cost", "1:x", "--predict", "-D", "4",
-                                "-N", "4")
+        for bad in ("1:x", "1", "1:2:3:4", "1:-2", "1:2:3"):
+            self.assert_input_error(f"--cost '{bad}'", *common, "--cost", bad, "--predict",
+                                    "-D", "4", "-N", "4")
         self.assert_input_error("chimera needs an even D", *common, "--cost", "1:1", "--predict",
                                 "-D", "3", "-N", "4")
         self.assert_input_error("scheme 'chimaera' is not one of", *common, "--cost", "1:1",

@@ -48,4 +48,9 @@ struct Schedule {
   int pipes() const { return static_cast<int>(placement.size()); }
 };
 
+// "F0d0", "F0+1u3", "B5d2", "I2d1": kind, micro-batches, pipe direction, stage (DESIGN §3 grid).
+// With an even number of pipes the first half are down pipes (d), the rest up pipes (u); a
+// single pipe is down.
+std::string op_label(const Schedule& schedule, const Op& op);
+
 }  // namespace chimera::schedule

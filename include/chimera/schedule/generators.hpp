@@ -1,0 +1,39 @@
+#pragma once
+// Schedule generators (shared/DESIGN.md §3): each a small pure function (parameters) -> Schedule.
+// Every generator checks its own rules and throws chimera::InputError with one line naming the
+// rule that was broken; make_schedule() is the single entry point the CLI and `chimera train` use.
+#include <string>
+#include <vector>
+
+#include "chimera/schedule/ir.hpp"
+
+namespace chimera::schedule {
+
+// What the user asked for: the [parallel] section of the run config, or `chimera schedule` flags.
+struct ScheduleRequest {
+  std::string scheme;      // gpipe | 1f1b | gems | interleaved | chimera | zb-h1
+  int stages = 0;          // D: workers of one pipeline group
+  int micro_batches = 0;   // N: micro-batches per pipeline group and iteration
+  std::string variant;     // chimera: direct (default) | doubling | halving
+  int pipes = 0;           // chimera: 2f pipelines (0 = 2); other schemes: 0 or their own count
+  int virtual_stages = 0;  // interleaved: v model stages per worker (0 = 2); others: 0 or 1
+};
+
+// The scheme names make_schedule accepts, in the order tables list them.
+const std::vector<std::string>& scheme_names();
+
+// Generates the requested schedule. Invalid requests throw chimera::InputError (exit status 2).
+Schedule make_schedule(const ScheduleRequest& request);
+
+// The generators. D = workers, N = micro-batches; each throws InputError on invalid parameters.
+Schedule gpipe(int D, int N);               // all forwards, then all backwards
+Schedule one_f_one_b(int D, int N);         // DAPPLE / PipeDream-Flush
+Schedule gems(int D, int N);                // two replicas, one micro-batch pair at a time
+Schedule interleaved(int D, int N, int v);  // Megatron virtual stages, stages = D * v
+Schedule zb_h1(int D, int N);               // zero-bubble H1: backward split into I and W
+// Chimera with `pipes` = 2f pipelines (f down, f up; f divides D/2) and variant
+// direct (N = kD, units concatenated), doubling (one forward op covers two micro-batches) or
+// halving (micro-batches split in two halves, mb_split = 2; forward ops cover two halves).
+Schedule chimera(int D, int N, const std::string& variant, int pipes);
+
+}  // namespace chimera::schedule

@@ -1,0 +1,28 @@
+#pragma once
+// Lowering a verified Schedule to per-worker programs (program.hpp). The rules, which the runtime
+// relies on:
+//   * Messages: an F at stage s > 0 needs the activation of (pipe, s-1, mb); a B or I at stage
+//     s < stages-1 needs the input gradient of (pipe, s+1, mb). One message per micro-batch, so a
+//     doubled forward sends and receives two. A W needs only its own I; a B/I its own F.
+//   * Same-worker hand-offs have no instructions at all: when the producer runs on the same worker
+//     (placement[pipe][s-1] == placement[pipe][s] for an F, [s+1] == [s] for a B/I) the runtime
+//     passes the buffer locally. A Message with src == dst never appears.
+//   * Send: right after the Compute that produced the message.
+//   * PostRecv: one compute op ahead. The receives of op k are posted right after op k-2 and its
+//     sends (the receives of ops 0 and 1 at the start), i.e. before the worker waits for op k-1.
+//     At most two ops' input buffers are posted at any time, so receive buffers stay bounded
+//     (posting all receives at the start would hold every input of the iteration at once).
+//   * WaitRecv: right before the Compute that consumes the message.
+//   * GradReady(stage): right after the worker's last B (or W) op of that stage, after its sends;
+//     that stage's gradient allreduce may start there.
+// Per op k the stream is: PostRecv(inputs of k+1), WaitRecv(inputs of k), Compute k, Send(outputs
+// of k), [GradReady]. Message order within one op follows the op's micro-batch order.
+#include "chimera/schedule/ir.hpp"
+#include "chimera/schedule/program.hpp"
+
+namespace chimera::schedule {
+
+// Verifies the schedule (throws chimera::Error if it is broken) and lowers it.
+Program lower(const Schedule& schedule);
+
+}  // namespace chimera::schedule

@@ -1,0 +1,94 @@
+#pragma once
+// The simulator (shared/DESIGN.md §3): replays a schedule with costs, as the runtime would run its
+// lowered program (lower.hpp): every worker runs its ops in order, each as soon as its inputs are
+// there. The planner calls it many times: build a Simulator once per schedule, then run() is one
+// linear pass over the ops.
+//
+// Cost model:
+//   * F, B, I, W are the times of one op on one configured micro-batch through 1/D of the model.
+//     An op costs  X * (micro-batches it covers) / mb_split * D / stages:
+//     a doubled forward costs 2F, a halved backward B/2, a halving forward (two halves) F,
+//     an interleaved op (stages = D*v) X/v.
+//   * A message takes alpha + beta * bytes, bytes = activation_bytes or gradient_bytes per
+//     configured micro-batch (/ mb_split). It starts when both the send (end of the producing
+//     op) and its receive (posted one op ahead, lower.hpp) are there. Links do not contend.
+//   * The gradient allreduce of a stage runs over r = (workers holding it) * data_parallel
+//     replicas, Rabenseifner: 2*log2(r)*alpha + 2*(r-1)/r*beta*L, L = stage_grad_bytes * D/stages.
+//     It starts when every holder has passed its GradReady and its previous allreduce; the
+//     allreduces of one worker run one after the other.
+#include <memory>
+#include <vector>
+
+#include "chimera/schedule/ir.hpp"
+
+namespace chimera::schedule {
+
+struct Costs {
+  double F = 1.0;               // forward
+  double B = 1.0;               // full backward
+  double I = 0.5;               // input-gradient part of a split backward
+  double W = 0.5;               // weight-gradient part of a split backward
+  double alpha = 0.0;           // p2p and allreduce latency per message / step
+  double beta = 0.0;            // time per byte
+  double activation_bytes = 0;  // one micro-batch's activation between two stages
+  double gradient_bytes = 0;    // one micro-batch's input gradient between two stages
+  double stage_grad_bytes = 0;  // gradient of 1/D of the model (allreduce size)
+  int data_parallel = 1;        // W: replicas of the whole pipeline group
+
+  // F and B with the split backward I = W = B/2.
+  static Costs forward_backward(double f, double b);
+};
+
+struct OpSpan {
+  int op = 0;  // index into schedule.ops[worker]
+  double start = 0;
+  double end = 0;
+};
+
+struct StageAllreduce {
+  int stage = 0;
+  std::vector<int> holders;  // workers holding a replica of the stage
+  int replicas = 0;          // holders * data_parallel
+  double ready = 0;          // the last holder's GradReady
+  double start = 0;
+  double end = 0;
+  double hidden = 0;  // part of [start, end) before the compute makespan
+};
+
+struct SimResult {
+  double makespan = 0;        // last compute op's end
+  double iteration_time = 0;  // max(makespan, last allreduce's end)
+  double bubble_ratio = 0;    // idle / (workers * makespan)
+  std::vector<double> busy;   // [worker] compute time
+  std::vector<double> idle;   // [worker] makespan - busy
+  // [worker] most activations held at once, in configured micro-batches through 1/D of the
+  // model: an F adds what it covers, a B (or, with the split, a W) frees it. Depends only on the
+  // op order.
+  std::vector<double> peak_activations;
+  std::vector<double> weight_copies;  // [worker] stage replicas held, in units of 1/D of the model
+  std::vector<std::vector<OpSpan>> timeline;  // [worker] one span per op, in program order
+  std::vector<StageAllreduce> allreduce;      // [stage]
+  double allreduce_total = 0;                 // sum of allreduce durations
+  double allreduce_hidden = 0;                // sum of their parts before the makespan
+  double allreduce_exposed = 0;               // iteration_time - makespan
+};
+
+class Simulator {
+ public:
+  // Verifies the schedule (throws chimera::Error if it is broken) and prepares its graph.
+  explicit Simulator(const Schedule& schedule);
+  ~Simulator();
+  Simulator(Simulator&&) noexcept;
+  Simulator& operator=(Simulator&&) noexcept;
+
+  // Throws chimera::InputError for negative or non-finite costs.
+  SimResult run(const Costs& costs) const;
+
+ private:
+  struct Graph;
+  std::unique_ptr<const Graph> graph_;  // everything run() needs; the schedule is not kept
+};
+
+SimResult simulate(const Schedule& schedule, const Costs& costs);
+
+}  // namespace chimera::schedule

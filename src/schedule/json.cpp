@@ -1,0 +1,130 @@
+#include "chimera/schedule/json.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <limits>
+#include <nlohmann/json.hpp>
+
+#include "chimera/core/error.hpp"
+
+namespace chimera::schedule {
+
+namespace {
+
+using Json = nlohmann::json;
+
+std::string quoted(const std::string& s) {
+  return Json(s).dump();
+}
+
+const Json& field(const Json& object, const char* key, const std::string& where) {
+  CHIMERA_REQUIRE(object.is_object(), "schedule JSON: {} must be an object", where);
+  const auto it = object.find(key);
+  CHIMERA_REQUIRE(it != object.end(), "schedule JSON: {} has no key \"{}\"", where, key);
+  return *it;
+}
+
+int integer(const Json& value, const std::string& what) {
+  CHIMERA_REQUIRE(value.is_number_integer(), "schedule JSON: {} must be an integer, got {}", what,
+                  value.dump());
+  const auto v = value.get<std::int64_t>();
+  CHIMERA_REQUIRE(v >= std::numeric_limits<int>::min() && v <= std::numeric_limits<int>::max(),
+                  "schedule JSON: {} = {} is out of range", what, v);
+  return static_cast<int>(v);
+}
+
+std::vector<int> integers(const Json& value, const std::string& what) {
+  CHIMERA_REQUIRE(value.is_array(), "schedule JSON: {} must be an array of integers", what);
+  std::vector<int> out;
+  out.reserve(value.size());
+  for (std::size_t i = 0; i < value.size(); ++i) {
+    out.push_back(integer(value[i], fmt::format("{}[{}]", what, i)));
+  }
+  return out;
+}
+
+OpKind kind_from(const Json& value, const std::string& what) {
+  CHIMERA_REQUIRE(value.is_string(), "schedule JSON: {} must be a string", what);
+  const auto s = value.get<std::string>();
+  if (s == "F") return OpKind::F;
+  if (s == "B") return OpKind::B;
+  if (s == "I") return OpKind::I;
+  if (s == "W") return OpKind::W;
+  throw InputError(fmt::format("schedule JSON: {} = \"{}\": use F, B, I or W", what, s));
+}
+
+}  // namespace
+
+std::string schedule_to_json(const Schedule& s) {
+  std::string out = fmt::format("{{\"scheme\": {}, \"variant\": {}, \"stages\": {}, ",
+                                quoted(s.scheme), quoted(s.variant), s.stages);
+  out += fmt::format("\"micro_batches\": {}, ", s.micro_batches);
+  if (s.mb_split != 1) out += fmt::format("\"mb_split\": {}, ", s.mb_split);
+  out += fmt::format("\"pipes\": {},\n \"placement\": [", s.pipes());
+  for (int p = 0; p < s.pipes(); ++p) {
+    out += fmt::format("{}[{}]", p ? "," : "", fmt::join(s.placement[p], ","));
+  }
+  out += fmt::format("], \"pipe_of\": [{}],\n \"workers\": [", fmt::join(s.pipe_of, ","));
+  for (std::size_t w = 0; w < s.ops.size(); ++w) {
+    out += w ? ",\n  [" : "\n  [";
+    for (std::size_t k = 0; k < s.ops[w].size(); ++k) {
+      const Op& op = s.ops[w][k];
+      out +=
+          fmt::format("{}{{\"op\": \"{}\", \"pipe\": {}, \"stage\": {}, \"mbs\": [{}]}}",
+                      k ? ", " : "", op_letter(op.kind), op.pipe, op.stage, fmt::join(op.mbs, ","));
+    }
+    out += "]";
+  }
+  out += "]}\n";
+  return out;
+}
+
+Schedule schedule_from_json(std::string_view text) {
+  Json root;
+  try {
+    root = Json::parse(text);
+  } catch (const Json::exception& e) {
+    throw InputError(fmt::format("schedule JSON: {}", e.what()));
+  }
+  const std::string top = "the top level";
+  Schedule s;
+  const Json& scheme = field(root, "scheme", top);
+  const Json& variant = field(root, "variant", top);
+  CHIMERA_REQUIRE(scheme.is_string() && variant.is_string(),
+                  "schedule JSON: \"scheme\" and \"variant\" must be strings");
+  s.scheme = scheme.get<std::string>();
+  s.variant = variant.get<std::string>();
+  s.stages = integer(field(root, "stages", top), "stages");
+  s.micro_batches = integer(field(root, "micro_batches", top), "micro_batches");
+  s.mb_split = root.contains("mb_split") ? integer(root["mb_split"], "mb_split") : 1;
+  const int pipes = integer(field(root, "pipes", top), "pipes");
+
+  const Json& placement = field(root, "placement", top);
+  CHIMERA_REQUIRE(placement.is_array(), "schedule JSON: \"placement\" must be an array of arrays");
+  for (std::size_t p = 0; p < placement.size(); ++p) {
+    s.placement.push_back(integers(placement[p], fmt::format("placement[{}]", p)));
+  }
+  CHIMERA_REQUIRE(s.pipes() == pipes, "schedule JSON: \"pipes\" = {} but placement lists {} pipes",
+                  pipes, s.pipes());
+  s.pipe_of = integers(field(root, "pipe_of", top), "pipe_of");
+
+  const Json& workers = field(root, "workers", top);
+  CHIMERA_REQUIRE(workers.is_array(), "schedule JSON: \"workers\" must be an array of op lists");
+  s.workers = static_cast<int>(workers.size());
+  s.ops.resize(workers.size());
+  for (std::size_t w = 0; w < workers.size(); ++w) {
+    CHIMERA_REQUIRE(workers[w].is_array(), "schedule JSON: workers[{}] must be an array of ops", w);
+    for (std::size_t k = 0; k < workers[w].size(); ++k) {
+      const std::string at = fmt::format("workers[{}][{}]", w, k);
+      const Json& op = workers[w][k];
+      s.ops[w].push_back(Op{kind_from(field(op, "op", at), at + ".op"),
+                            integer(field(op, "pipe", at), at + ".pipe"),
+                            integer(field(op, "stage", at), at + ".stage"),
+                            integers(field(op, "mbs", at), at + ".mbs")});
+    }
+  }
+  return s;
+}
+
+}  // namespace chimera::schedule

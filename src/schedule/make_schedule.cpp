@@ -1,0 +1,70 @@
+#include <fmt/ranges.h>
+
+#include "chimera/core/config.hpp"
+#include "chimera/core/error.hpp"
+#include "chimera/schedule/generators.hpp"
+#include "chimera/schedule/verify.hpp"
+
+namespace chimera::schedule {
+
+const std::vector<std::string>& scheme_names() {
+  static const std::vector<std::string> names = {"gpipe",       "1f1b",    "gems",
+                                                 "interleaved", "chimera", "zb-h1"};
+  return names;
+}
+
+namespace {
+
+// Options that belong to another scheme must be left at their defaults, so a typo in a config
+// never silently runs something else.
+void require_no_variant(const ScheduleRequest& r) {
+  CHIMERA_REQUIRE(r.variant.empty() || r.variant == "direct",
+                  "variant '{}' applies to chimera only (scheme is {})", r.variant, r.scheme);
+}
+void require_pipes(const ScheduleRequest& r, int own) {
+  CHIMERA_REQUIRE(r.pipes == 0 || r.pipes == own,
+                  "pipes = {} applies to chimera only ({} runs {} pipe{})", r.pipes, r.scheme, own,
+                  own == 1 ? "" : "s");
+}
+void require_no_virtual(const ScheduleRequest& r) {
+  CHIMERA_REQUIRE(r.virtual_stages == 0 || r.virtual_stages == 1,
+                  "virtual = {} applies to interleaved only (scheme is {})", r.virtual_stages,
+                  r.scheme);
+}
+
+Schedule generate(const ScheduleRequest& r) {
+  const int D = r.stages;
+  const int N = r.micro_batches;
+  if (r.scheme == "chimera") {
+    require_no_virtual(r);
+    return chimera(D, N, r.variant.empty() ? "direct" : r.variant, r.pipes == 0 ? 2 : r.pipes);
+  }
+  require_no_variant(r);
+  if (r.scheme == "interleaved") {
+    require_pipes(r, 1);
+    return interleaved(D, N, r.virtual_stages == 0 ? 2 : r.virtual_stages);
+  }
+  require_no_virtual(r);
+  if (r.scheme == "gems") {
+    require_pipes(r, 2);
+    return gems(D, N);
+  }
+  require_pipes(r, 1);
+  if (r.scheme == "gpipe") return gpipe(D, N);
+  if (r.scheme == "1f1b") return one_f_one_b(D, N);
+  if (r.scheme == "zb-h1") return zb_h1(D, N);
+  const std::string near = closest_match(r.scheme, scheme_names());
+  throw InputError(fmt::format("unknown scheme '{}': use one of {}{}", r.scheme,
+                               fmt::join(scheme_names(), ", "),
+                               near.empty() ? "" : fmt::format(" (did you mean '{}'?)", near)));
+}
+
+}  // namespace
+
+Schedule make_schedule(const ScheduleRequest& request) {
+  Schedule schedule = generate(request);
+  verify(schedule);  // a generator bug stops here, never in a run
+  return schedule;
+}
+
+}  // namespace chimera::schedule

@@ -1,0 +1,61 @@
+#include "chimera/core/error.hpp"
+#include "chimera/schedule/render.hpp"
+#include "render_util.hpp"
+
+namespace chimera::schedule {
+
+namespace {
+
+struct Row {
+  std::string label;
+  ScheduleRequest request;
+};
+
+std::vector<Row> comparison_rows(int D, int N, int v) {
+  auto row = [&](std::string label, std::string scheme, std::string variant = "", int pipes = 0,
+                 int virtual_stages = 0) {
+    return Row{std::move(label),
+               {std::move(scheme), D, N, std::move(variant), pipes, virtual_stages}};
+  };
+  return {row("gpipe", "gpipe"),
+          row("1f1b", "1f1b"),
+          row("gems", "gems"),
+          row(fmt::format("interleaved v={}", v), "interleaved", "", 0, v),
+          row("zb-h1", "zb-h1"),
+          row("chimera direct", "chimera", "direct"),
+          row("chimera doubling", "chimera", "doubling"),
+          row("chimera halving", "chimera", "halving"),
+          row("chimera direct, 4 pipes", "chimera", "direct", 4)};
+}
+
+}  // namespace
+
+std::string render_comparison(int D, int N, int virtual_stages) {
+  const Costs equal = Costs::forward_backward(1, 1);
+  const Costs double_backward = Costs::forward_backward(1, 2);
+  std::string out = fmt::format(
+      "Schemes for D={} stages, N={} micro-batches. Makespan in units of F; zb-h1 splits B into "
+      "I = W = B/2.\nPeak activations in micro-batches per worker, weights in stages of 1/D of "
+      "the model per worker.\n\n",
+      D, N);
+  const auto header =
+      fmt::format("{:<26} {:>10} {:>8} {:>11} {:>8}  {:>10}  {:>7}\n", "scheme", "F=B: time",
+                  "bubble", "B=2F: time", "bubble", "peak act.", "weights");
+  out += header + std::string(header.size() - 1, '-') + "\n";
+  for (const Row& row : comparison_rows(D, N, virtual_stages)) {
+    try {
+      const Schedule s = make_schedule(row.request);
+      const Simulator sim(s);
+      const SimResult a = sim.run(equal);
+      const SimResult b = sim.run(double_backward);
+      out += fmt::format("{:<26} {:>10g} {:>8.3f} {:>11g} {:>8.3f}  {:>10}  {:>7}\n", row.label,
+                         a.makespan, a.bubble_ratio, b.makespan, b.bubble_ratio,
+                         detail::min_max(a.peak_activations), detail::min_max(a.weight_copies));
+    } catch (const InputError& e) {
+      out += fmt::format("{:<26} n/a: {}\n", row.label, e.what());
+    }
+  }
+  return out;
+}
+
+}  // namespace chimera::schedule

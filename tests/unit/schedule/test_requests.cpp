@@ -1,0 +1,80 @@
+// Invalid requests are input errors (exit status 2) with one line naming the rule.
+#include <gtest/gtest.h>
+
+#include "chimera/core/error.hpp"
+#include "chimera/schedule/generators.hpp"
+#include "schedule_test_util.hpp"
+
+namespace chimera::schedule {
+namespace {
+
+using testing::request;
+
+void expect_refused(const ScheduleRequest& r, const std::string& fragment) {
+  try {
+    make_schedule(r);
+    ADD_FAILURE() << r.scheme << " D=" << r.stages << " N=" << r.micro_batches << " accepted";
+  } catch (const InputError& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find(fragment), std::string::npos) << msg;
+    EXPECT_EQ(msg.find('\n'), std::string::npos) << "one line: " << msg;
+    EXPECT_EQ(exit_status(e), 2);
+  }
+}
+
+TEST(Requests, ChimeraNeedsEvenStagesAndMicroBatches) {
+  expect_refused(request("chimera", 5, 10), "chimera needs an even D (got D=5)");
+  expect_refused(request("chimera", 4, 7), "chimera needs an even N (got N=7)");
+}
+
+TEST(Requests, DirectNeedsMultipleOfStages) {
+  expect_refused(request("chimera", 4, 6, "direct"),
+                 "chimera direct needs N to be a multiple of D (got N=6, D=4)");
+}
+
+TEST(Requests, PipesMustBeTwiceADivisorOfHalfTheStages) {
+  expect_refused(request("chimera", 8, 8, "direct", 6),
+                 "pipes = 2f = 6 needs f = 3 to divide D/2 = 4");
+  expect_refused(request("chimera", 8, 8, "direct", 3), "pipes = 2f, an even number >= 2");
+  expect_refused(request("chimera", 4, 8, "direct", 8), "f = 4 to divide D/2 = 2");
+}
+
+TEST(Requests, AtLeastTwoStages) {
+  for (const std::string& scheme : scheme_names()) {
+    expect_refused(request(scheme, 1, 4), "needs D >= 2 stages (got D=1)");
+  }
+  expect_refused(request("1f1b", 4, 0), "needs N >= 1 micro-batches (got N=0)");
+}
+
+TEST(Requests, UnknownSchemeSuggestsTheClosest) {
+  expect_refused(request("chimaera", 4, 4), "unknown scheme 'chimaera'");
+  expect_refused(request("chimaera", 4, 4), "did you mean 'chimera'?");
+  expect_refused(request("pipedream", 4, 4), "use one of gpipe, 1f1b, gems");
+}
+
+TEST(Requests, VariantRules) {
+  expect_refused(request("chimera", 4, 8, "tripling"), "unknown chimera variant 'tripling'");
+  expect_refused(request("chimera", 6, 6, "doubling"),
+                 "even number of micro-batches per pipe (got N/pipes = 3)");
+  expect_refused(request("chimera", 4, 6, "halving", 4), "multiple of 4 (got N=6)");
+}
+
+TEST(Requests, OptionsOfOtherSchemesAreRefused) {
+  expect_refused(request("1f1b", 4, 4, "doubling"), "variant 'doubling' applies to chimera only");
+  expect_refused(request("gpipe", 4, 4, "", 2), "pipes = 2 applies to chimera only");
+  expect_refused(request("chimera", 4, 4, "", 0, 2), "virtual = 2 applies to interleaved only");
+  expect_refused(request("interleaved", 4, 4, "", 0, 1), "v >= 2 virtual stages");
+  expect_refused(request("interleaved", 4, 6, "", 0, 2), "N to be a multiple of D");
+  expect_refused(request("gems", 4, 5), "gems needs an even N");
+  // The config defaults of other schemes' keys are fine.
+  EXPECT_NO_THROW(make_schedule(request("1f1b", 4, 4, "direct", 0, 1)));
+  EXPECT_NO_THROW(make_schedule(request("gems", 4, 4, "", 2)));
+}
+
+TEST(Requests, TooLargeIsRefusedNotAttempted) {
+  expect_refused(request("1f1b", 4096, 1 << 20), "more than the");
+  expect_refused(request("1f1b", 100000, 4), "D <= 4096");
+}
+
+}  // namespace
+}  // namespace chimera::schedule

@@ -1,0 +1,191 @@
+// The simulator: op costs, messages, receive posting, allreduce, statistics.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+
+#include "chimera/core/error.hpp"
+#include "chimera/schedule/generators.hpp"
+#include "chimera/schedule/simulate.hpp"
+#include "schedule_test_util.hpp"
+
+namespace chimera::schedule {
+namespace {
+
+using testing::request;
+
+double duration(const OpSpan& s) {
+  return s.end - s.start;
+}
+
+TEST(Simulate, OpCostsScaleWithWhatTheyCover) {
+  const Costs c = Costs::forward_backward(1, 3);
+  const Schedule doubling = make_schedule(request("chimera", 4, 8, "doubling"));
+  const Schedule halving = make_schedule(request("chimera", 4, 8, "halving"));
+  const Schedule inter = make_schedule(request("interleaved", 4, 8, "", 0, 4));
+  for (const auto* s : {&doubling, &halving, &inter}) {
+    const SimResult r = simulate(*s, c);
+    for (int w = 0; w < s->workers; ++w) {
+      for (const OpSpan& span : r.timeline[w]) {
+        const Op& op = s->ops[w][span.op];
+        double expected = op.kind == OpKind::F ? 1 : 3;
+        if (s->variant == "doubling" && op.kind == OpKind::F) expected = 2;   // two micro-batches
+        if (s->variant == "halving" && op.kind == OpKind::B) expected = 1.5;  // half of one
+        if (s->scheme == "interleaved") expected /= 4;                        // 1/v of the slice
+        ASSERT_DOUBLE_EQ(duration(span), expected) << s->scheme << " " << s->variant;
+      }
+    }
+  }
+}
+
+TEST(Simulate, SplitBackwardUsesIAndW) {
+  Costs c = Costs::forward_backward(1, 3);
+  c.I = 2;
+  c.W = 1;
+  const Schedule s = make_schedule(request("zb-h1", 4, 4));
+  const SimResult r = simulate(s, c);
+  for (int w = 0; w < 4; ++w) {
+    for (const OpSpan& span : r.timeline[w]) {
+      const OpKind k = s.ops[w][span.op].kind;
+      ASSERT_DOUBLE_EQ(duration(span), k == OpKind::F ? 1 : k == OpKind::I ? 2 : 1);
+    }
+  }
+}
+
+TEST(Simulate, MessagesCostAlphaPlusBetaBytes) {
+  Costs c = Costs::forward_backward(1, 2);
+  c.alpha = 0.5;
+  c.beta = 0.01;
+  c.activation_bytes = 100;
+  c.gradient_bytes = 50;
+  const SimResult r = simulate(make_schedule(request("gpipe", 2, 1)), c);
+  // F on 0, activation 1.5, F and B on 1, gradient 1.0, B on 0.
+  EXPECT_DOUBLE_EQ(r.makespan, 1 + 1.5 + 1 + 2 + 1.0 + 2);
+}
+
+TEST(Simulate, TransferWaitsForTheReceiveToBePosted) {
+  // 1F1B, D=2, N=2: worker 1 runs F0 B0 F1 B1. The receive for F1 is posted after F0 (lower.hpp),
+  // at t=3, although worker 0 sent F1's activation at t=2; it arrives at 3 + alpha = 4.
+  Costs c = Costs::forward_backward(1, 0.5);
+  c.alpha = 1;
+  const Schedule s = make_schedule(request("1f1b", 2, 2));
+  ASSERT_EQ(s.ops[1][2], (Op{OpKind::F, 0, 1, {1}}));
+  const SimResult r = simulate(s, c);
+  EXPECT_DOUBLE_EQ(r.timeline[1][0].start, 2);  // F0 after F on worker 0 (1) + alpha (1)
+  EXPECT_DOUBLE_EQ(r.timeline[1][1].end, 3.5);  // B0
+  EXPECT_DOUBLE_EQ(r.timeline[1][2].start, 4);  // F1: posted at 3, transferred by 4
+}
+
+TEST(Simulate, AllreduceHiddenAndExposed) {
+  // Chimera D=2, N=2, F=B=1: stage 1's last backward ends at 3 on both holders, stage 0's at 4.
+  Costs c = Costs::forward_backward(1, 1);
+  c.beta = 0.1;
+  c.stage_grad_bytes = 10;
+  const Schedule s = make_schedule(request("chimera", 2, 2));
+  SimResult r = simulate(s, c);
+  ASSERT_DOUBLE_EQ(r.makespan, 4);
+  // Two replicas per stage: 2 * (1/2) * 0.1 * 10 = 1.
+  EXPECT_EQ(r.allreduce[1].replicas, 2);
+  EXPECT_DOUBLE_EQ(r.allreduce[1].ready, 3);
+  EXPECT_DOUBLE_EQ(r.allreduce[1].end, 4);
+  EXPECT_DOUBLE_EQ(r.allreduce[1].hidden, 1);
+  EXPECT_DOUBLE_EQ(r.allreduce[0].start, 4);
+  EXPECT_DOUBLE_EQ(r.allreduce[0].hidden, 0);
+  EXPECT_DOUBLE_EQ(r.iteration_time, 5);
+  EXPECT_DOUBLE_EQ(r.allreduce_total, 2);
+  EXPECT_DOUBLE_EQ(r.allreduce_hidden, 1);
+  EXPECT_DOUBLE_EQ(r.allreduce_exposed, 1);
+
+  // Four replicas (W = 2): 2*(3/4)*0.1*10 = 1.5 each, and stage 0's waits for stage 1's on the
+  // same workers.
+  c.data_parallel = 2;
+  r = simulate(s, c);
+  EXPECT_EQ(r.allreduce[0].replicas, 4);
+  EXPECT_DOUBLE_EQ(r.allreduce[1].end, 3 + 1.5);
+  EXPECT_DOUBLE_EQ(r.allreduce[0].start, 3 + 1.5);
+  EXPECT_DOUBLE_EQ(r.iteration_time, 3 + 2 * 1.5);
+  EXPECT_DOUBLE_EQ(r.allreduce_exposed, 3 + 2 * 1.5 - 4);
+
+  // Latency adds 2*log2(r)*alpha per allreduce (alpha also delays the p2p messages).
+  c.alpha = 0.1;
+  r = simulate(s, c);
+  EXPECT_DOUBLE_EQ(r.allreduce[1].end - r.allreduce[1].start, 2 * 2 * 0.1 + 1.5);
+}
+
+TEST(Simulate, SingleReplicaNeedsNoAllreduce) {
+  Costs c = Costs::forward_backward(1, 1);
+  c.alpha = 1;
+  c.beta = 1;
+  c.stage_grad_bytes = 1000;
+  const SimResult r = simulate(make_schedule(request("1f1b", 4, 4)), c);
+  EXPECT_DOUBLE_EQ(r.allreduce_total, 0);
+  EXPECT_DOUBLE_EQ(r.iteration_time, r.makespan);
+}
+
+TEST(Simulate, TimelineRespectsOrderAndDependencies) {
+  for (const char* scheme : {"1f1b", "chimera", "zb-h1", "gems"}) {
+    const Schedule s = make_schedule(request(scheme, 6, 12));
+    const SimResult r = simulate(s, Costs::forward_backward(1, 2));
+    std::map<std::tuple<int, int, int>, double> forward_end;  // (pipe, stage, mb)
+    for (int w = 0; w < s.workers; ++w) {
+      for (std::size_t k = 0; k < r.timeline[w].size(); ++k) {
+        const OpSpan& span = r.timeline[w][k];
+        if (k > 0) {
+          ASSERT_GE(span.start, r.timeline[w][k - 1].end) << scheme;
+        }
+        const Op& op = s.ops[w][span.op];
+        if (op.kind == OpKind::F) {
+          for (int m : op.mbs) forward_end[{op.pipe, op.stage, m}] = span.end;
+        }
+      }
+    }
+    for (int w = 0; w < s.workers; ++w) {
+      for (const OpSpan& span : r.timeline[w]) {
+        const Op& op = s.ops[w][span.op];
+        if (op.kind == OpKind::F && op.stage > 0) {
+          ASSERT_GE(span.start, forward_end.at({op.pipe, op.stage - 1, op.mbs[0]})) << scheme;
+        }
+      }
+    }
+  }
+}
+
+TEST(Simulate, HalvingKeepsActivationsAtTheUnitLevelDoublingDoublesThem) {
+  for (int D : {4, 8, 16}) {
+    for (int N : {2 * D, 4 * D}) {
+      const Costs c = Costs::forward_backward(1, 2);
+      const auto peak = [&](const char* variant) {
+        const SimResult r = simulate(make_schedule(request("chimera", D, N, variant)), c);
+        return *std::max_element(r.peak_activations.begin(), r.peak_activations.end());
+      };
+      EXPECT_DOUBLE_EQ(peak("direct"), D) << D << " " << N;
+      EXPECT_DOUBLE_EQ(peak("halving"), D) << D << " " << N;
+      EXPECT_DOUBLE_EQ(peak("doubling"), 2 * D) << D << " " << N;
+    }
+  }
+}
+
+TEST(Simulate, SimulatorIsReusable) {
+  const Schedule s = make_schedule(request("chimera", 8, 16));
+  const Simulator sim(s);
+  for (double b : {1.0, 2.0, 3.0}) {
+    const Costs c = Costs::forward_backward(1, b);
+    EXPECT_DOUBLE_EQ(sim.run(c).makespan, simulate(s, c).makespan);
+  }
+}
+
+TEST(Simulate, RefusesInvalidCosts) {
+  const Simulator sim(make_schedule(request("1f1b", 2, 2)));
+  Costs c = Costs::forward_backward(-1, 1);
+  EXPECT_THROW(sim.run(c), InputError);
+  c = Costs::forward_backward(1, std::numeric_limits<double>::quiet_NaN());
+  EXPECT_THROW(sim.run(c), InputError);
+  c = Costs::forward_backward(1, 1);
+  c.data_parallel = 0;
+  EXPECT_THROW(sim.run(c), InputError);
+}
+
+}  // namespace
+}  // namespace chimera::schedule

@@ -168,9 +168,11 @@ def plot_gantt(events: list[TraceEvent], out: str | Path, step: int | None = Non
     ax.set_xlim(0, span_ms)
     ax.set_xlabel("time in iteration (ms)")
     handles = []
+    # Two pipes are Chimera's down and up pipelines; with more, the trace numbers them (p<k>).
+    two_way = pipes_seen == {0, 1}
     for pipe in sorted(pipes_seen):
         light, dark = PIPE_COLOURS[pipe % len(PIPE_COLOURS)]
-        name = {0: "down", 1: "up"}.get(pipe, f"pipe {pipe}") if len(pipes_seen) > 1 else ""
+        name = ("down", "up")[pipe] if two_way else (f"pipe {pipe}" if len(pipes_seen) > 1 else "")
         handles.append(Patch(facecolor=light, edgecolor="black", label=f"forward {name}".strip()))
         handles.append(Patch(facecolor=dark, edgecolor="black", label=f"backward {name}".strip()))
     if "I" in kinds_seen:
@@ -181,9 +183,10 @@ def plot_gantt(events: list[TraceEvent], out: str | Path, step: int | None = Non
                              label="weight gradient (W)"))
     handles.append(Patch(facecolor=LANE_COLOURS[P2P], label="p2p"))
     handles.append(Patch(facecolor=LANE_COLOURS[ALLREDUCE], label="allreduce"))
-    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.18),
+    # The legend sits above the chart, where it stays close whatever the number of ranks.
+    ax.legend(handles=handles, loc="lower center", bbox_to_anchor=(0.5, 1.0),
               ncol=min(len(handles), 6), fontsize="small", frameon=False)
-    ax.set_title(title or f"step {step}")
+    ax.set_title(title or f"step {step}", pad=12 + 14 * ((len(handles) + 5) // 6))
     return _save(fig, out)
 
 

@@ -12,10 +12,10 @@ constexpr int kMaxMicroBatches = 1 << 20;
 constexpr std::int64_t kMaxCells = std::int64_t{1} << 24;
 }  // namespace
 
-void require_pipeline(const std::string& scheme, int D, int N, int stages_per_worker) {
-  CHIMERA_REQUIRE(D >= 2,
-                  "{} needs D >= 2 stages (got D={}): a pipeline of one stage is no pipeline",
-                  scheme, D);
+void require_pipeline(const std::string& scheme, int D, int N, int stages_per_worker,
+                      int min_stages) {
+  CHIMERA_REQUIRE(D >= min_stages, "{} needs D >= {} stages (got D={}){}", scheme, min_stages, D,
+                  min_stages == 1 ? "" : ": for one process without a pipeline use gpipe or 1f1b");
   CHIMERA_REQUIRE(D <= kMaxStages, "{} supports D <= {} stages (got D={})", scheme, kMaxStages, D);
   CHIMERA_REQUIRE(N >= 1, "{} needs N >= 1 micro-batches (got N={})", scheme, N);
   CHIMERA_REQUIRE(N <= kMaxMicroBatches, "{} supports N <= {} micro-batches (got N={})", scheme,

@@ -10,7 +10,8 @@
 namespace chimera::schedule::detail {
 
 // D >= 2, N >= 1 and a size the library can hold; throws InputError naming the rule.
-void require_pipeline(const std::string& scheme, int D, int N, int stages_per_worker = 1);
+void require_pipeline(const std::string& scheme, int D, int N, int stages_per_worker = 1,
+                      int min_stages = 2);
 
 // A schedule with everything but the ops: `pipes` placements given, micro-batches split evenly
 // over the pipes in order (the first micro_batches/pipes run on pipe 0, ...).

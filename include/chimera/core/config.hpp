@@ -25,7 +25,7 @@ struct ParallelConfig {
   int micro_batch_size = 1;        // B: samples per micro-batch
   std::string variant = "direct";  // chimera: direct | doubling | halving
   int pipes = 0;                   // chimera: number of pipelines 2f (0 = the scheme's default)
-  int virtual_stages = 1;          // interleaved: v model stages per worker (TOML key `virtual`)
+  int virtual_stages = 0;          // interleaved: v model stages per worker, 0 = 2 (key `virtual`)
   bool recompute = false;          // keep only stage inputs; recompute the forward in backward
   std::vector<int> partition;      // explicit blocks per model stage (empty = balanced)
 };

@@ -39,10 +39,18 @@ TEST(Requests, PipesMustBeTwiceADivisorOfHalfTheStages) {
   expect_refused(request("chimera", 4, 8, "direct", 8), "f = 4 to divide D/2 = 2");
 }
 
-TEST(Requests, AtLeastTwoStages) {
+TEST(Requests, AtLeastTwoStagesExceptForTheFlushSchemes) {
   for (const std::string& scheme : scheme_names()) {
+    if (scheme == "gpipe" || scheme == "1f1b") {
+      // D = 1: the whole model in one process, gradient accumulation over the micro-batches.
+      const Schedule s = make_schedule(request(scheme, 1, 4));
+      EXPECT_EQ(s.workers, 1);
+      EXPECT_EQ(s.ops[0].size(), 8U);
+      continue;
+    }
     expect_refused(request(scheme, 1, 4), "needs D >= 2 stages (got D=1)");
   }
+  expect_refused(request("1f1b", 0, 4), "needs D >= 1 stages (got D=0)");
   expect_refused(request("1f1b", 4, 0), "needs N >= 1 micro-batches (got N=0)");
 }
 

@@ -58,7 +58,7 @@ PlanResult plan(const PlanRequest& r, Predictor& predict) {
   CHIMERA_REQUIRE(!r.schemes.empty(), "no schemes to plan for");
   PlanResult result;
   const int blocks = predict.shape().num_blocks();
-  for (int D = 2; D <= std::min(r.nodes, blocks); ++D) {  // every schedule needs D >= 2
+  for (int D = 1; D <= std::min(r.nodes, blocks); ++D) {
     if (r.nodes % D != 0) continue;
     const int W = r.nodes / D;
     if (r.global_batch % W != 0) continue;

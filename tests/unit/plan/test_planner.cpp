@@ -45,7 +45,7 @@ TEST(Planner, EveryRankedLayoutIsValidAndSortedFastestFirst) {
   EXPECT_FALSE(r.ranked.front().layout.recompute);
 }
 
-TEST(Planner, ChimeraBeatsOneFOneBWithEqualCostsAndAFreeNetwork) {
+TEST(Planner, ExplainNamesTheWinnerAndWhereItGains) {
   Predictor predict = predictor(1, 1);
   PlanRequest request;
   request.nodes = 4;
@@ -55,15 +55,17 @@ TEST(Planner, ChimeraBeatsOneFOneBWithEqualCostsAndAFreeNetwork) {
   const PlanResult r = plan(request, predict);
   const std::vector<Prediction> best = best_per_scheme(r);
   ASSERT_EQ(best.size(), 2U);
-  // Both are best at W=2 D=2 N=2 (fewer micro-batches per group than W=1 D=4 N=4), where
-  // Chimera has no bubble (D - 2 = 0 idle slots) and 1F1B 2(D - 1) = 2.
-  EXPECT_EQ(best[0].layout.scheme, "chimera");
-  EXPECT_EQ(best[0].layout.D, 2);
-  EXPECT_DOUBLE_EQ(best[0].iteration_ms, 4.0);
-  EXPECT_DOUBLE_EQ(best[1].iteration_ms, 6.0);
+  // With a free network, pure data parallelism (D = 1, W = 4, one micro-batch each) does one F
+  // and one B; Chimera's best is W=2 D=2 N=2 (no bubble: D - 2 = 0 idle slots), twice the work.
+  EXPECT_EQ(best[0].layout.scheme, "1f1b");
+  EXPECT_EQ(best[0].layout.D, 1);
+  EXPECT_DOUBLE_EQ(best[0].iteration_ms, 2.0);
+  EXPECT_EQ(best[1].layout.D, 2);
+  EXPECT_DOUBLE_EQ(best[1].iteration_ms, 4.0);
+  EXPECT_DOUBLE_EQ(best[1].bubble_ms, 0.0);
   const std::string why = explain(r);
-  EXPECT_NE(why.find("Why chimera W=2 D=2 B=1 N=2 wins (4.0 ms"), std::string::npos) << why;
-  EXPECT_NE(why.find("1.50x faster than 1f1b at its best: mostly bubbles (0.0 vs 2.0 ms)"),
+  EXPECT_NE(why.find("Why 1f1b W=4 D=1 B=1 N=1 wins (2.0 ms"), std::string::npos) << why;
+  EXPECT_NE(why.find("2.00x faster than chimera at its best: mostly work (2.0 vs 4.0 ms)"),
             std::string::npos)
       << why;
 }
@@ -106,15 +108,14 @@ TEST(Planner, SchemeChoices) {
 }
 
 TEST(Planner, ImpossibleRequestsAreInputErrors) {
-  Predictor predict = predictor(1, 1);
+  Predictor predict = predictor(1, 1);  // 8 blocks: D <= 8
   PlanRequest request;
-  request.nodes = 4;
-  request.global_batch = 3;  // no W in {1, 2} divides 3 with D >= 2 ... W = 1 does
-  EXPECT_NO_THROW(plan(request, predict));
-  request.nodes = 7;  // D = 7 (W = 1) is the only split and 7 stages fit 8 blocks
   request.global_batch = 3;
+  request.nodes = 4;  // W = 1, D = 4 divides G = 3
   EXPECT_NO_THROW(plan(request, predict));
-  request.nodes = 64;  // D <= 8 blocks: W >= 8 must divide G = 3
+  request.nodes = 7;  // W = 1, D = 7
+  EXPECT_NO_THROW(plan(request, predict));
+  request.nodes = 64;  // every split has W >= 8, which does not divide G = 3
   EXPECT_THROW(plan(request, predict), InputError);
   request.nodes = 0;
   EXPECT_THROW(plan(request, predict), InputError);

@@ -219,7 +219,7 @@ def plot_memory_breakdown(by_scheme: dict[str, list[dict]], out: str | Path,
     labels = list(by_scheme)
     workers = sorted({r["worker"] for rows in by_scheme.values() for r in rows})
     width = 0.8 / len(labels)
-    fig, ax = plt.subplots(figsize=(max(7.0, 0.35 * len(workers) * len(labels) + 3), 4.5))
+    fig, ax = plt.subplots(figsize=(min(18.0, max(7.0, 0.35 * len(workers) * len(labels) + 3)), 4.5))
     stacks = (("model states", ("weights_bytes", "gradients_bytes", "optimizer_bytes"), ""),
               ("activations", ("activations_bytes",), "//"), ("workspace", ("workspace_bytes",),
                                                               ".."))

@@ -1,0 +1,20 @@
+#pragma once
+// What `chimera inspect` prints about a token dataset: size, dtype, vocabulary, samples per
+// sequence length, and a decoded snippet (with GPT-2's tokenizer when it is at hand).
+#include <cstdint>
+#include <string>
+
+namespace chimera::data {
+
+struct DatasetDescribeOptions {
+  std::string tokenizer_dir;  // "" or unloadable: show ids only
+  int seq_len = 0;            // 0: samples for T = 64 ... 1024
+  std::int64_t offset = 0;    // first token of the snippet
+  std::int64_t tokens = 64;   // snippet length
+};
+std::string describe_dataset(const std::string& path, const DatasetDescribeOptions& options);
+
+// The whole file decoded back to text (for the prep -> inspect round trip).
+std::string decode_dataset(const std::string& path, const std::string& tokenizer_dir);
+
+}  // namespace chimera::data

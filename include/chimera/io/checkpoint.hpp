@@ -1,0 +1,123 @@
+#pragma once
+// Checkpoints (shared/DESIGN.md §5): one HDF5 file per checkpoint, independent of D and W.
+// Tensors are float32 datasets named like Hugging Face GPT-2 (`wte.weight`, `h.0.attn.c_attn.
+// weight`, ...; the model module provides names and HF shapes), AdamW moments under
+// `optim/exp_avg/<name>` and `optim/exp_avg_sq/<name>`, and root attributes `step`, `seed`,
+// `data_cursor`, `config` (TOML text), `format` and `format_version`.
+//
+// Writing is collective over an MPI communicator through parallel HDF5 (MPI-IO): every rank
+// creates every dataset (HDF5 metadata is collective) and the one rank that owns a tensor writes
+// its data, independently of the others. With one rank (or before MPI_Init) the serial driver is
+// used. Reading needs no MPI: any rank opens the file read-only and reads what it needs.
+#include <mpi.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace chimera::io {
+
+inline constexpr const char* kCheckpointFormat = "chimera-checkpoint";
+inline constexpr std::int64_t kCheckpointFormatVersion = 1;
+
+struct TensorSpec {
+  std::string name;
+  std::vector<std::int64_t> shape;
+  std::int64_t numel() const;
+};
+
+// A tensor as one rank passes it to the writer: every rank lists every tensor (same names,
+// shapes and order); `data` is non-empty on exactly one rank, the tensor's owner.
+struct TensorData {
+  TensorSpec spec;
+  std::span<const float> data;
+};
+
+struct CheckpointMeta {
+  std::int64_t step = 0;
+  std::int64_t seed = 0;
+  std::int64_t data_cursor = 0;  // stream position of the next training sample (data/sampler.hpp)
+  std::string config;            // the full run configuration, chimera::Config::to_toml()
+};
+
+std::string exp_avg_name(std::string_view tensor);     // "optim/exp_avg/<tensor>"
+std::string exp_avg_sq_name(std::string_view tensor);  // "optim/exp_avg_sq/<tensor>"
+bool is_optimizer_state(std::string_view name);        // under "optim/"
+
+// Writes one checkpoint file at `path` (no temporary name, no pointer: see CheckpointDirectory).
+// Collective over `comm`; the metadata of rank 0 is used. Any rank's failure (an unwritable
+// file, a failed write) is reported on every rank, without a hang.
+void write_checkpoint_file(MPI_Comm comm, const std::string& path,
+                           std::span<const TensorData> tensors, const CheckpointMeta& meta);
+
+// A directory of checkpoints `ckpt-<step>.h5` with a `latest` pointer file naming the newest.
+class CheckpointDirectory {
+ public:
+  CheckpointDirectory(std::string dir, int keep);
+
+  const std::string& dir() const { return dir_; }
+  std::string path_for_step(std::int64_t step) const;
+
+  // Collective over `comm`. Writes `<final>.tmp`, flushes it to disk, renames it to the final
+  // name, then points `latest` at it (written the same way) and removes all but the newest
+  // `keep` checkpoints and any stale temporary files. A crash at any moment leaves `latest`
+  // naming a complete checkpoint and no partial file under a final name. InputError on every
+  // rank when the directory cannot be created or written. Returns the final path.
+  std::string save(MPI_Comm comm, std::span<const TensorData> tensors,
+                   const CheckpointMeta& meta) const;
+
+  // The checkpoint `latest` names; without a usable pointer, the highest-step ckpt-*.h5 file;
+  // nullopt when the directory holds none (for `--resume`).
+  std::optional<std::string> latest() const;
+  // The final checkpoint files present, oldest first.
+  std::vector<std::string> list() const;
+
+ private:
+  std::string dir_;
+  int keep_;
+};
+
+class CheckpointReader {
+ public:
+  // Opens `path` read-only. InputError when it is missing, not HDF5 or damaged.
+  explicit CheckpointReader(const std::string& path);
+  ~CheckpointReader();
+  CheckpointReader(CheckpointReader&&) noexcept;
+  CheckpointReader& operator=(CheckpointReader&&) noexcept;
+
+  const std::string& path() const;
+  // The root attributes; InputError when the file is not a Chimera checkpoint.
+  CheckpointMeta meta() const;
+  bool is_chimera_checkpoint() const;
+
+  // Every dataset in the file with its shape and type ("float32", ...), sorted by name.
+  struct Entry {
+    TensorSpec spec;
+    std::string dtype;
+  };
+  std::vector<Entry> entries() const;
+  std::optional<std::vector<std::int64_t>> shape(const std::string& name) const;
+
+  // Validates the file against what the caller's model holds: every expected tensor present,
+  // float32, with the same shape, and no weight in the file the model lacks (nor optimizer state,
+  // when `expected` lists some). InputError naming the tensor and both shapes, e.g. "tensor
+  // 'wte.weight' has shape [50257, 768] in ckpt.h5 but the model expects [50257, 512]".
+  void expect(std::span<const TensorSpec> expected) const;
+
+  // Reads a whole tensor (out.size() must equal its element count) or rows [row_begin,
+  // row_begin + rows) of its first dimension. InputError naming the file and tensor when it is
+  // missing, not float32, or the read fails (a damaged file).
+  void read(const std::string& name, std::span<float> out) const;
+  void read_rows(const std::string& name, std::int64_t row_begin, std::int64_t rows,
+                 std::span<float> out) const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace chimera::io

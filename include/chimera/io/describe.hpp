@@ -1,0 +1,25 @@
+#pragma once
+// What `chimera inspect` prints about the files Chimera writes: recognition of a file's kind, and
+// human-readable descriptions of checkpoints, schedule JSON and Chrome traces. (Token datasets
+// are described by data/describe.hpp, which knows the tokenizer.)
+#include <string>
+
+namespace chimera::io {
+
+enum class FileKind { TokenDataset, Checkpoint, ScheduleJson, TraceJson };
+
+// Recognises a file by content. InputError when it is missing or none of the kinds.
+FileKind detect_file_kind(const std::string& path);
+
+struct CheckpointDescribeOptions {
+  bool show_config = false;  // print the full TOML config
+  bool norms = true;         // read every tensor to print its L2 norm
+};
+std::string describe_checkpoint(const std::string& path, const CheckpointDescribeOptions& options);
+
+// Schedule JSON (DESIGN §3): scheme, sizes, placement, and the ops of every worker.
+std::string describe_schedule_json(const std::string& path);
+// Chrome trace (DESIGN §5): ranks, time span, and busy time per rank and lane.
+std::string describe_trace_json(const std::string& path);
+
+}  // namespace chimera::io

@@ -1,0 +1,98 @@
+#include "chimera/data/describe.hpp"
+
+#include <algorithm>
+#include <optional>
+#include <sstream>
+
+#include "chimera/core/error.hpp"
+#include "chimera/data/dataset.hpp"
+#include "chimera/data/tokenizer.hpp"
+
+namespace chimera::data {
+
+namespace {
+
+std::optional<Tokenizer> try_tokenizer(const TokenDataset& ds, const std::string& dir,
+                                       std::string& why_not) {
+  if (ds.tokenizer() != "gpt2") {
+    why_not = fmt::format("tokenizer '{}' is not GPT-2's", ds.tokenizer());
+    return std::nullopt;
+  }
+  if (dir.empty()) {
+    why_not = "pass --tokenizer DIR to decode";
+    return std::nullopt;
+  }
+  try {
+    return Tokenizer::load(dir);
+  } catch (const InputError& e) {
+    why_not = fmt::format("cannot load the tokenizer: {}", e.what());
+    return std::nullopt;
+  }
+}
+
+// Control characters shown as escapes so that a snippet stays on a few lines.
+std::string escaped(const std::string& text) {
+  std::string out;
+  for (const char c : text) {
+    if (c == '\n')
+      out += "\\n";
+    else if (c == '\t')
+      out += "\\t";
+    else if (c == '\r')
+      out += "\\r";
+    else
+      out += c;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string describe_dataset(const std::string& path, const DatasetDescribeOptions& options) {
+  const TokenDataset ds = TokenDataset::open({path});
+  const DatasetShard& shard = ds.shards().front();
+  std::ostringstream out;
+  out << fmt::format(
+      "{}: token dataset\n  tokens      {} ({}{})\n", path, ds.num_tokens(), shard.dtype,
+      shard.chunk_tokens > 0 ? fmt::format(", chunks of {}", shard.chunk_tokens) : ", not chunked");
+  out << fmt::format("  vocabulary  vocab_size {}, eos_token {}, tokenizer {}\n", ds.vocab_size(),
+                     ds.eos_token(), ds.tokenizer());
+  out << "  samples    ";
+  if (options.seq_len > 0) {
+    out << fmt::format(" T={}: {}", options.seq_len, ds.num_samples(options.seq_len));
+  } else {
+    for (const int T : {64, 128, 256, 512, 1024})
+      out << fmt::format(" T={}: {}", T, ds.num_samples(T));
+  }
+  out << "\n";
+  const std::int64_t offset = std::clamp<std::int64_t>(options.offset, 0, ds.num_tokens());
+  const std::int64_t count = std::clamp<std::int64_t>(options.tokens, 0, ds.num_tokens() - offset);
+  std::vector<std::int32_t> snippet(static_cast<std::size_t>(count));
+  ds.read_tokens(0, offset, snippet);
+  out << fmt::format("  tokens [{}, {}): [{}]\n", offset, offset + count, fmt::join(snippet, ", "));
+  std::string why_not;
+  if (const auto tokenizer = try_tokenizer(ds, options.tokenizer_dir, why_not)) {
+    out << "  decoded: \"" << escaped(tokenizer->decode(snippet)) << "\"\n";
+  } else {
+    out << "  (not decoded: " << why_not << ")\n";
+  }
+  return out.str();
+}
+
+std::string decode_dataset(const std::string& path, const std::string& tokenizer_dir) {
+  const TokenDataset ds = TokenDataset::open({path});
+  std::string why_not;
+  const auto tokenizer = try_tokenizer(ds, tokenizer_dir, why_not);
+  CHIMERA_REQUIRE(tokenizer.has_value(), "{}: cannot decode: {}", path, why_not);
+  std::string text;
+  constexpr std::int64_t kBlock = std::int64_t{1} << 20;
+  std::vector<std::int32_t> tokens;
+  for (std::int64_t at = 0; at < ds.num_tokens(); at += kBlock) {
+    tokens.resize(static_cast<std::size_t>(std::min(kBlock, ds.num_tokens() - at)));
+    ds.read_tokens(0, at, tokens);
+    text += tokenizer->decode(tokens);
+  }
+  return text;
+}
+
+}  // namespace chimera::data

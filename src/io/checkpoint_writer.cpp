@@ -1,0 +1,303 @@
+// Writing checkpoints: one file collectively through parallel HDF5, and the crash-safe directory
+// protocol (temporary name, fsync, rename, `latest` pointer, pruning) around it.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+
+#include "chimera/core/config.hpp"
+#include "chimera/core/error.hpp"
+#include "chimera/core/log.hpp"
+#include "chimera/h5/check.hpp"
+#include "chimera/h5/file.hpp"
+#include "chimera/io/checkpoint.hpp"
+#include "collective.hpp"
+
+namespace chimera::io {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kLatestPointer = "latest";
+constexpr const char* kTempSuffix = ".tmp";
+// Tensors are written in slabs of at most this many bytes: MPI-IO counts are 32-bit ints.
+constexpr std::int64_t kMaxSlabBytes = std::int64_t{1} << 30;
+
+std::uint64_t tensor_list_fingerprint(std::span<const TensorData> tensors) {
+  std::string text;
+  for (const auto& t : tensors)
+    text += fmt::format("{}{};", t.spec.name, h5::format_shape(t.spec.shape));
+  return fnv1a64(text);
+}
+
+h5::Handle tensor_space(const std::vector<std::int64_t>& shape) {
+  if (shape.empty()) return h5::dataspace_handle(H5_CHECK(H5Screate(H5S_SCALAR)));
+  const std::vector<hsize_t> dims(shape.begin(), shape.end());
+  return h5::dataspace_handle(
+      H5_CHECK(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr)));
+}
+
+// Writes `data` into `dataset` in slabs of whole rows of the first dimension. Returns "" or
+// what failed (the caller agrees on failures with the other ranks before throwing).
+std::string write_tensor(hid_t dataset, const TensorData& t, hid_t transfer) {
+  const auto& shape = t.spec.shape;
+  if (shape.empty() || t.spec.numel() * 4 <= kMaxSlabBytes) {
+    if (H5Dwrite(dataset, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, transfer, t.data.data()) < 0)
+      return fmt::format("writing tensor '{}' failed (HDF5: {})", t.spec.name,
+                         h5::library_error_message());
+    return {};
+  }
+  const std::int64_t row = t.spec.numel() / shape[0];
+  const std::int64_t rows_per_slab = std::max<std::int64_t>(1, kMaxSlabBytes / (row * 4));
+  h5::Handle file_space = h5::dataspace_handle(H5_CHECK(H5Dget_space(dataset)));
+  for (std::int64_t begin = 0; begin < shape[0]; begin += rows_per_slab) {
+    const std::int64_t rows = std::min(rows_per_slab, shape[0] - begin);
+    std::vector<hsize_t> start(shape.size(), 0), count(shape.begin(), shape.end());
+    start[0] = static_cast<hsize_t>(begin);
+    count[0] = static_cast<hsize_t>(rows);
+    H5_CHECK(H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start.data(), nullptr,
+                                 count.data(), nullptr));
+    const hsize_t elements = static_cast<hsize_t>(rows * row);
+    h5::Handle memory_space =
+        h5::dataspace_handle(H5_CHECK(H5Screate_simple(1, &elements, nullptr)));
+    if (H5Dwrite(dataset, H5T_NATIVE_FLOAT, memory_space.get(), file_space.get(), transfer,
+                 t.data.data() + begin * row) < 0)
+      return fmt::format("writing rows [{}, {}) of tensor '{}' failed (HDF5: {})", begin,
+                         begin + rows, t.spec.name, h5::library_error_message());
+  }
+  return {};
+}
+
+void fsync_path(const std::string& path, bool directory) {
+  const int fd = ::open(path.c_str(), directory ? O_RDONLY | O_DIRECTORY : O_RDONLY);
+  CHIMERA_CHECK(fd >= 0, "cannot open {} to flush it to disk", path);
+  const int status = ::fsync(fd);
+  ::close(fd);
+  CHIMERA_CHECK(status == 0, "fsync of {} failed", path);
+}
+
+void rename_durably(const std::string& from, const std::string& to, const std::string& dir) {
+  fsync_path(from, false);
+  std::error_code ec;
+  fs::rename(from, to, ec);
+  CHIMERA_CHECK(!ec, "cannot rename {} to {}: {}", from, to, ec.message());
+  fsync_path(dir, true);
+}
+
+// The step of a final checkpoint name "ckpt-<digits>.h5", or nullopt for any other name.
+std::optional<std::int64_t> step_of_checkpoint_name(std::string_view name) {
+  constexpr std::string_view kPrefix = "ckpt-", kSuffix = ".h5";
+  if (!name.starts_with(kPrefix) || !name.ends_with(kSuffix)) return std::nullopt;
+  const std::string_view digits =
+      name.substr(kPrefix.size(), name.size() - kPrefix.size() - kSuffix.size());
+  if (digits.empty() || digits.size() > 18) return std::nullopt;
+  std::int64_t step = 0;
+  for (const char c : digits) {
+    if (c < '0' || c > '9') return std::nullopt;
+    step = step * 10 + (c - '0');
+  }
+  return step;
+}
+
+}  // namespace
+
+std::int64_t TensorSpec::numel() const {
+  std::int64_t n = 1;
+  for (const std::int64_t d : shape) n *= d;
+  return n;
+}
+
+std::string exp_avg_name(std::string_view tensor) {
+  return fmt::format("optim/exp_avg/{}", tensor);
+}
+std::string exp_avg_sq_name(std::string_view tensor) {
+  return fmt::format("optim/exp_avg_sq/{}", tensor);
+}
+bool is_optimizer_state(std::string_view name) {
+  return name.starts_with("optim/");
+}
+
+void write_checkpoint_file(MPI_Comm comm, const std::string& path,
+                           std::span<const TensorData> tensors, const CheckpointMeta& meta) {
+  const detail::Collective group(comm);
+  h5::silence_library_errors();
+
+  // Every rank must describe the same tensors and exactly one must own each: HDF5's collective
+  // metadata operations hang or corrupt the file otherwise.
+  const std::uint64_t fingerprint = tensor_list_fingerprint(tensors);
+  group.agree(group.max(fingerprint) == fingerprint && group.max(~fingerprint) == ~fingerprint
+                  ? ""
+                  : fmt::format("{}ranks pass different tensor lists to the checkpoint writer",
+                                rank_prefix()),
+              false);
+  std::vector<int> owners(tensors.size());
+  std::string local_problem;
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    const auto& t = tensors[i];
+    owners[i] = t.data.empty() ? 0 : 1;
+    if (!t.data.empty() && static_cast<std::int64_t>(t.data.size()) != t.spec.numel())
+      local_problem = fmt::format("{}tensor '{}' has {} values for shape {}", rank_prefix(),
+                                  t.spec.name, t.data.size(), h5::format_shape(t.spec.shape));
+  }
+  group.agree(local_problem, false);
+  group.sum(owners);
+  for (std::size_t i = 0; i < tensors.size(); ++i)
+    CHIMERA_CHECK(owners[i] == 1, "tensor '{}' has {} owners in the checkpoint writer, expected 1",
+                  tensors[i].spec.name, owners[i]);
+
+  CheckpointMeta shared = meta;  // rank 0's, so that the attributes are identical everywhere
+  group.broadcast(shared.step);
+  group.broadcast(shared.seed);
+  group.broadcast(shared.data_cursor);
+  group.broadcast(shared.config);
+
+  h5::Handle access = h5::plist_handle(H5_CHECK(H5Pcreate(H5P_FILE_ACCESS)));
+  if (group.parallel()) {
+    H5_CHECK(H5Pset_fapl_mpio(access.get(), group.comm(), MPI_INFO_NULL));
+    // Rank 0 writes metadata and broadcasts metadata reads: O(1) file-system metadata traffic
+    // instead of O(ranks).
+    H5_CHECK(H5Pset_all_coll_metadata_ops(access.get(), true));
+    H5_CHECK(H5Pset_coll_metadata_write(access.get(), true));
+  }
+  std::string open_failure;
+  h5::Handle file;
+  try {
+    file = h5::create_file(path, access.get());
+  } catch (const InputError& e) {
+    open_failure = e.what();
+  }
+  group.agree(open_failure, true);
+
+  const hid_t root = file.get();
+  h5::write_string_attribute(root, "format", kCheckpointFormat);
+  h5::write_int_attribute(root, "format_version", kCheckpointFormatVersion);
+  h5::write_int_attribute(root, "step", shared.step);
+  h5::write_int_attribute(root, "seed", shared.seed);
+  h5::write_int_attribute(root, "data_cursor", shared.data_cursor);
+  h5::write_string_attribute(root, "config", shared.config);
+
+  h5::Handle link_create = h5::plist_handle(H5_CHECK(H5Pcreate(H5P_LINK_CREATE)));
+  H5_CHECK(H5Pset_create_intermediate_group(link_create.get(), 1));
+  h5::Handle dataset_create = h5::plist_handle(H5_CHECK(H5Pcreate(H5P_DATASET_CREATE)));
+  // Every value is written: no fill pass. Early allocation is what parallel HDF5 requires.
+  H5_CHECK(H5Pset_fill_time(dataset_create.get(), H5D_FILL_TIME_NEVER));
+  H5_CHECK(H5Pset_alloc_time(dataset_create.get(), H5D_ALLOC_TIME_EARLY));
+  std::vector<h5::Handle> datasets;
+  datasets.reserve(tensors.size());
+  for (const auto& t : tensors) {
+    h5::Handle space = tensor_space(t.spec.shape);
+    datasets.push_back(h5::dataset_handle(
+        H5_CHECK(H5Dcreate2(root, t.spec.name.c_str(), H5T_IEEE_F32LE, space.get(),
+                            link_create.get(), dataset_create.get(), H5P_DEFAULT),
+                 "creating tensor '{}' in {}", t.spec.name, path)));
+  }
+
+  // Owners write independently: no rank waits for tensors it does not hold.
+  h5::Handle transfer = h5::plist_handle(H5_CHECK(H5Pcreate(H5P_DATASET_XFER)));
+  if (group.parallel()) H5_CHECK(H5Pset_dxpl_mpio(transfer.get(), H5FD_MPIO_INDEPENDENT));
+  std::string write_failure;
+  for (std::size_t i = 0; i < tensors.size() && write_failure.empty(); ++i)
+    if (!tensors[i].data.empty())
+      write_failure = write_tensor(datasets[i].get(), tensors[i], transfer.get());
+
+  for (auto& dataset : datasets) dataset.reset();  // collective, same order on every rank
+  if (H5Fflush(root, H5F_SCOPE_GLOBAL) < 0 && write_failure.empty())
+    write_failure = fmt::format("flushing {} failed (HDF5: {})", path, h5::library_error_message());
+  if (file.close() < 0 && write_failure.empty())
+    write_failure = fmt::format("closing {} failed (HDF5: {})", path, h5::library_error_message());
+  group.agree(write_failure.empty() ? "" : rank_prefix() + path + ": " + write_failure, false);
+}
+
+CheckpointDirectory::CheckpointDirectory(std::string dir, int keep)
+    : dir_(std::move(dir)), keep_(keep) {
+  CHIMERA_REQUIRE(!dir_.empty(), "checkpoint.dir is empty: name a directory for checkpoints");
+  CHIMERA_REQUIRE(keep_ >= 1, "checkpoint.keep = {} must be at least 1", keep_);
+}
+
+std::string CheckpointDirectory::path_for_step(std::int64_t step) const {
+  return (fs::path(dir_) / fmt::format("ckpt-{:08d}.h5", step)).string();
+}
+
+std::string CheckpointDirectory::save(MPI_Comm comm, std::span<const TensorData> tensors,
+                                      const CheckpointMeta& meta) const {
+  const detail::Collective group(comm);
+  std::string failure;
+  if (group.rank() == 0) {
+    std::error_code ec;
+    fs::create_directories(dir_, ec);
+    const std::string probe = (fs::path(dir_) / fmt::format(".write-test-{}", ::getpid())).string();
+    if (ec) {
+      failure = fmt::format("{}: cannot create the checkpoint directory: {}", dir_, ec.message());
+    } else if (!std::ofstream(probe).good()) {
+      failure = fmt::format("{}: the checkpoint directory is not writable", dir_);
+    }
+    fs::remove(probe, ec);
+  }
+  group.agree(failure, true);
+
+  std::int64_t step = meta.step;
+  group.broadcast(step);
+  const std::string final_path = path_for_step(step);
+  const std::string temp_path = final_path + kTempSuffix;
+  write_checkpoint_file(comm, temp_path, tensors, meta);
+
+  if (group.rank() == 0) {
+    try {
+      rename_durably(temp_path, final_path, dir_);
+      const std::string pointer = (fs::path(dir_) / kLatestPointer).string();
+      {
+        std::ofstream out(pointer + kTempSuffix, std::ios::trunc);
+        out << fs::path(final_path).filename().string() << "\n";
+        out.flush();
+        CHIMERA_CHECK(out.good(), "cannot write {}{}", pointer, kTempSuffix);
+      }
+      rename_durably(pointer + kTempSuffix, pointer, dir_);
+      // Pruning comes last: until `latest` names the new file, the old ones are the fallback.
+      const std::vector<std::string> present = list();
+      for (std::size_t i = 0; i + static_cast<std::size_t>(keep_) < present.size(); ++i)
+        fs::remove(present[i]);
+      for (const auto& entry : fs::directory_iterator(dir_)) {
+        const std::string name = entry.path().filename().string();
+        if (name.starts_with("ckpt-") && name.ends_with(kTempSuffix)) fs::remove(entry.path());
+      }
+    } catch (const std::exception& e) {
+      failure = e.what();
+    }
+  }
+  group.agree(failure, false);
+  return final_path;
+}
+
+std::vector<std::string> CheckpointDirectory::list() const {
+  std::vector<std::pair<std::int64_t, std::string>> found;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir_, ec)) {
+    const auto step = step_of_checkpoint_name(entry.path().filename().string());
+    if (step && entry.is_regular_file()) found.emplace_back(*step, entry.path().string());
+  }
+  std::sort(found.begin(), found.end());
+  std::vector<std::string> paths;
+  for (auto& [step, path] : found) paths.push_back(std::move(path));
+  return paths;
+}
+
+std::optional<std::string> CheckpointDirectory::latest() const {
+  const fs::path pointer = fs::path(dir_) / kLatestPointer;
+  std::ifstream in(pointer);
+  std::string name;
+  if (in && std::getline(in, name) && step_of_checkpoint_name(name)) {
+    const fs::path target = fs::path(dir_) / name;
+    std::error_code ec;
+    if (fs::is_regular_file(target, ec)) return target.string();
+    log::warn("{} names {}, which does not exist; using the newest checkpoint present",
+              pointer.string(), name);
+  }
+  const std::vector<std::string> present = list();
+  if (present.empty()) return std::nullopt;
+  return present.back();
+}
+
+}  // namespace chimera::io

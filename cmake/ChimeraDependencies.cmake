@@ -18,7 +18,14 @@ target_include_directories(chimera_hdf5 SYSTEM INTERFACE ${HDF5_C_INCLUDE_DIRS} 
 target_link_libraries(chimera_hdf5 INTERFACE ${HDF5_C_LIBRARIES} ${HDF5_LIBRARIES} MPI::MPI_C)
 target_compile_definitions(chimera_hdf5 INTERFACE ${HDF5_DEFINITIONS} ${HDF5_C_DEFINITIONS})
 
-pkg_check_modules(OPENBLAS REQUIRED IMPORTED_TARGET openblas)
+# BLAS for the CPU backend: BLIS built with OpenMP (Debian libblis-openmp-dev). Measured against
+# OpenBLAS and Eigen on the target machine (docs/model.md, bench/sgemm_candidates.sh): BLIS with its
+# AVX-512 kernels is the fastest sgemm, and its OpenMP build shares our OpenMP thread pool.
+find_path(BLIS_INCLUDE_DIR blis.h PATH_SUFFIXES blis-openmp x86_64-linux-gnu/blis-openmp blis REQUIRED)
+find_library(BLIS_LIBRARY NAMES blis PATH_SUFFIXES blis-openmp x86_64-linux-gnu/blis-openmp REQUIRED)
+add_library(chimera_blis INTERFACE)
+target_include_directories(chimera_blis SYSTEM INTERFACE ${BLIS_INCLUDE_DIR})
+target_link_libraries(chimera_blis INTERFACE ${BLIS_LIBRARY} OpenMP::OpenMP_CXX)
 pkg_check_modules(PCRE2 REQUIRED IMPORTED_TARGET libpcre2-8)
 
 if(CHIMERA_BUILD_TESTS)

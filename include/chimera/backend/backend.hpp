@@ -1,0 +1,139 @@
+#pragma once
+// The compute backend: device memory, copies, GEMM and the fused kernels GPT-2 needs, behind one
+// small interface (shared/DESIGN.md §4). The CPU backend (src/backend/cpu/) is the oracle every
+// other backend is tested against; a CUDA backend implements the same calls.
+//
+// Conventions for every call:
+//  - Pointers are device memory of this backend (host memory for the CPU backend), except where a
+//    parameter says "host". Matrices are row-major; `ld*` are row strides in elements.
+//  - Kernels write their outputs completely unless they say "+=" (gradient accumulation).
+//  - Results are deterministic: the same inputs give the same bits on every call. The CPU kernels
+//    give the same bits for any thread count too (no reduction order depends on threads).
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace chimera::backend {
+
+using Index = std::int64_t;
+
+enum class Trans : bool { No = false, Yes = true };
+
+// Scalars of one AdamW update, computed in double by the optim module from the step and the
+// hyperparameters (so that every backend uses the same rounded values).
+struct AdamWArgs {
+  float decay_factor = 1;  // 1 - lr * weight_decay (1 for biases and LayerNorm)
+  float step_size = 0;     // lr / (1 - beta1^t)
+  float beta1 = 0.9F;      // first-moment decay
+  float one_minus_beta1 = 0.1F;
+  float beta2 = 0.95F;  // second-moment decay
+  float one_minus_beta2 = 0.05F;
+  float bias_correction2_sqrt = 1;  // sqrt(1 - beta2^t)
+  float eps = 1e-8F;                // added to sqrt(v_hat)
+  float grad_scale = 1;             // multiplies every gradient first (global-norm clipping)
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  Backend() = default;
+  Backend(const Backend&) = delete;
+  Backend& operator=(const Backend&) = delete;
+
+  // One line for logs and benchmarks, e.g. "cpu: BLIS 0.9.0 (skx kernels), 2 OpenMP threads".
+  virtual std::string description() const = 0;
+
+  // --- memory (bytes; allocations are aligned to at least 64 bytes) -------------------------
+  virtual void* allocate(std::size_t bytes) = 0;
+  virtual void deallocate(void* ptr) noexcept = 0;
+  virtual void copy_from_host(void* dst, const void* host_src, std::size_t bytes) = 0;
+  virtual void copy_to_host(void* host_dst, const void* src, std::size_t bytes) = 0;
+  virtual void copy(void* dst, const void* src, std::size_t bytes) = 0;
+  virtual void fill_zero(void* dst, std::size_t bytes) = 0;
+  // Waits until every call issued so far has finished (a no-op on the CPU).
+  virtual void synchronize() = 0;
+
+  // --- GEMM: C = alpha * op(A) * op(B) + beta * C, op(A) is m x k, op(B) is k x n -----------
+  // beta = 0 overwrites C without reading it.
+  virtual void gemm(Trans trans_a, Trans trans_b, Index m, Index n, Index k, float alpha,
+                    const float* a, Index lda, const float* b, Index ldb, float beta, float* c,
+                    Index ldc) = 0;
+  // `batch` independent GEMMs; matrix i starts at a + i*stride_a (likewise b and c).
+  virtual void gemm_strided_batched(Trans trans_a, Trans trans_b, Index m, Index n, Index k,
+                                    float alpha, const float* a, Index lda, Index stride_a,
+                                    const float* b, Index ldb, Index stride_b, float beta, float* c,
+                                    Index ldc, Index stride_c, Index batch) = 0;
+
+  // --- elementwise and row kernels ------------------------------------------------------
+  // dst[i] += src[i]
+  virtual void accumulate(float* dst, const float* src, Index n) = 0;
+  // out[r, :] = residual[r, :] + bias   (residual may be null: out[r, :] = bias); N rows of C.
+  virtual void broadcast_bias(float* out, const float* residual, const float* bias, Index N,
+                              Index C) = 0;
+  // dbias += sum over the N rows of dout[r, :]
+  virtual void bias_backward(float* dbias, const float* dout, Index N, Index C) = 0;
+
+  // --- GPT-2 layers ---------------------------------------------------------------------
+  // out[b, t, :] = wte[tokens[b, t], :] + wpe[t, :]. Tokens must lie in the table (the caller
+  // checks them on the host).
+  virtual void embedding_forward(float* out, const std::int32_t* tokens, const float* wte,
+                                 const float* wpe, Index B, Index T, Index C) = 0;
+  // dwte[tokens[b, t], :] += dout[b, t, :];  dwpe[t, :] += sum_b dout[b, t, :]
+  virtual void embedding_backward(float* dwte, float* dwpe, const float* dout,
+                                  const std::int32_t* tokens, Index B, Index T, Index C) = 0;
+
+  // LayerNorm over rows of C (eps 1e-5): out = (inp - mean) * rstd * weight + bias. Stores the
+  // row mean and 1/std for the backward.
+  virtual void layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
+                                 const float* weight, const float* bias, Index N, Index C) = 0;
+  // dinp = dresidual + d(LayerNorm)/d(inp)^T dout. dresidual may be null (taken as 0) and may
+  // alias dinp.
+  virtual void layernorm_backward_input(float* dinp, const float* dresidual, const float* dout,
+                                        const float* inp, const float* weight, const float* mean,
+                                        const float* rstd, Index N, Index C) = 0;
+  // dweight += sum_r dout * normalized(inp);  dbias += sum_r dout
+  virtual void layernorm_backward_params(float* dweight, float* dbias, const float* dout,
+                                         const float* inp, const float* mean, const float* rstd,
+                                         Index N, Index C) = 0;
+
+  // GELU, tanh approximation (GPT-2's "gelu_new").
+  virtual void gelu_forward(float* out, const float* inp, Index n) = 0;
+  // dinp = gelu'(inp) * dout; dinp may alias dout.
+  virtual void gelu_backward(float* dinp, const float* inp, const float* dout, Index n) = 0;
+
+  // Causal multi-head self-attention of B sequences: qkv [B, T, 3C] holds q | k | v, head h in
+  // columns h*hs..(h+1)*hs of each (hs = C / H). att [B, H, T, T] = softmax(q k^T / sqrt(hs))
+  // with the causal mask (0 above the diagonal); out [B, T, C] = att v, head h in its columns.
+  virtual void attention_forward(float* out, float* att, const float* qkv, Index B, Index T,
+                                 Index C, Index H) = 0;
+  // dqkv [B, T, 3C] from dout [B, T, C], qkv and att of the forward; datt is scratch of
+  // B*H*T*T floats.
+  virtual void attention_backward(float* dqkv, float* datt, const float* dout, const float* qkv,
+                                  const float* att, Index B, Index T, Index C, Index H) = 0;
+  // Fused softmax + cross-entropy over N rows of V logits with row stride ld >= V (columns V..ld
+  // are padding and are neither read nor written). In place: logits become probabilities;
+  // losses[r] = -log p[r, targets[r]].
+  virtual void softmax_cross_entropy_forward(float* logits, float* losses,
+                                             const std::int32_t* targets, Index N, Index V,
+                                             Index ld) = 0;
+  // In place: probabilities become p - onehot(target), the gradient of the loss sum per row
+  // (the caller folds 1/N and the loss scale into the GEMMs that read it).
+  virtual void softmax_cross_entropy_backward(float* probs, const std::int32_t* targets, Index N,
+                                              Index ld) = 0;
+
+  // --- optimizer ------------------------------------------------------------------------
+  // AdamW as torch.optim.AdamW (decoupled decay) on n parameters, g = grads * grad_scale:
+  //   p *= decay_factor; m = beta1 m + (1 - beta1) g; v = beta2 v + (1 - beta2) g^2;
+  //   p -= step_size * m / (sqrt(v) / bias_correction2_sqrt + eps)
+  virtual void adamw_update(float* params, const float* grads, float* m, float* v, Index n,
+                            const AdamWArgs& args) = 0;
+  // sum_i x[i]^2 accumulated in double.
+  virtual double sum_of_squares(const float* x, Index n) = 0;
+};
+
+// "cpu" (always built). Anything else is an InputError naming the backends of this build.
+std::unique_ptr<Backend> make_backend(std::string_view name);
+
+}  // namespace chimera::backend

@@ -1,0 +1,56 @@
+// CpuBackend: construction, description and memory.
+#include "cpu_backend.hpp"
+
+#include <omp.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "chimera/core/error.hpp"
+
+namespace chimera::backend::cpu {
+
+namespace {
+constexpr std::size_t kAlignment = 64;
+}
+
+CpuBackend::CpuBackend() {
+  select_blis_kernels();
+}
+
+std::string CpuBackend::description() const {
+  return fmt::format("cpu: {}, {} OpenMP threads", blis_description(), omp_get_max_threads());
+}
+
+void* CpuBackend::allocate(std::size_t bytes) {
+  const std::size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
+  void* ptr = std::aligned_alloc(kAlignment, rounded == 0 ? kAlignment : rounded);
+  if (ptr == nullptr) {
+    throw Error(fmt::format("{}out of host memory allocating {:.1f} MiB", rank_prefix(),
+                            static_cast<double>(bytes) / (1 << 20)));
+  }
+  return ptr;
+}
+
+void CpuBackend::deallocate(void* ptr) noexcept {
+  std::free(ptr);
+}
+
+void CpuBackend::copy_from_host(void* dst, const void* host_src, std::size_t bytes) {
+  if (bytes > 0) std::memcpy(dst, host_src, bytes);
+}
+
+void CpuBackend::copy_to_host(void* host_dst, const void* src, std::size_t bytes) {
+  if (bytes > 0) std::memcpy(host_dst, src, bytes);
+}
+
+void CpuBackend::copy(void* dst, const void* src, std::size_t bytes) {
+  if (bytes > 0 && dst != src) std::memcpy(dst, src, bytes);
+}
+
+void CpuBackend::fill_zero(void* dst, std::size_t bytes) {
+  if (bytes > 0) std::memset(dst, 0, bytes);
+}
+
+}  // namespace chimera::backend::cpu

@@ -1,0 +1,75 @@
+#pragma once
+// The CPU backend: BLIS for GEMM, OpenMP for the kernels, threads from OMP_NUM_THREADS.
+// Every kernel parallelises over rows or columns only, so its results do not depend on the
+// thread count; reductions use a fixed order (vector_math.hpp).
+#include "chimera/backend/backend.hpp"
+
+namespace chimera::backend::cpu {
+
+class CpuBackend final : public Backend {
+ public:
+  CpuBackend();
+
+  std::string description() const override;
+
+  void* allocate(std::size_t bytes) override;
+  void deallocate(void* ptr) noexcept override;
+  void copy_from_host(void* dst, const void* host_src, std::size_t bytes) override;
+  void copy_to_host(void* host_dst, const void* src, std::size_t bytes) override;
+  void copy(void* dst, const void* src, std::size_t bytes) override;
+  void fill_zero(void* dst, std::size_t bytes) override;
+  void synchronize() override {}
+
+  void gemm(Trans trans_a, Trans trans_b, Index m, Index n, Index k, float alpha, const float* a,
+            Index lda, const float* b, Index ldb, float beta, float* c, Index ldc) override;
+  void gemm_strided_batched(Trans trans_a, Trans trans_b, Index m, Index n, Index k, float alpha,
+                            const float* a, Index lda, Index stride_a, const float* b, Index ldb,
+                            Index stride_b, float beta, float* c, Index ldc, Index stride_c,
+                            Index batch) override;
+
+  void accumulate(float* dst, const float* src, Index n) override;
+  void broadcast_bias(float* out, const float* residual, const float* bias, Index N,
+                      Index C) override;
+  void bias_backward(float* dbias, const float* dout, Index N, Index C) override;
+
+  void embedding_forward(float* out, const std::int32_t* tokens, const float* wte, const float* wpe,
+                         Index B, Index T, Index C) override;
+  void embedding_backward(float* dwte, float* dwpe, const float* dout, const std::int32_t* tokens,
+                          Index B, Index T, Index C) override;
+
+  void layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
+                         const float* weight, const float* bias, Index N, Index C) override;
+  void layernorm_backward_input(float* dinp, const float* dresidual, const float* dout,
+                                const float* inp, const float* weight, const float* mean,
+                                const float* rstd, Index N, Index C) override;
+  void layernorm_backward_params(float* dweight, float* dbias, const float* dout, const float* inp,
+                                 const float* mean, const float* rstd, Index N, Index C) override;
+
+  void gelu_forward(float* out, const float* inp, Index n) override;
+  void gelu_backward(float* dinp, const float* inp, const float* dout, Index n) override;
+
+  void attention_forward(float* out, float* att, const float* qkv, Index B, Index T, Index C,
+                         Index H) override;
+  void attention_backward(float* dqkv, float* datt, const float* dout, const float* qkv,
+                          const float* att, Index B, Index T, Index C, Index H) override;
+
+  void softmax_cross_entropy_forward(float* logits, float* losses, const std::int32_t* targets,
+                                     Index N, Index V, Index ld) override;
+  void softmax_cross_entropy_backward(float* probs, const std::int32_t* targets, Index N,
+                                      Index ld) override;
+
+  void adamw_update(float* params, const float* grads, float* m, float* v, Index n,
+                    const AdamWArgs& args) override;
+  double sum_of_squares(const float* x, Index n) override;
+};
+
+// One single-threaded BLIS GEMM (row-major), for kernels that parallelise over many GEMMs.
+void gemm_single_thread(Trans trans_a, Trans trans_b, Index m, Index n, Index k, float alpha,
+                        const float* a, Index lda, const float* b, Index ldb, float beta, float* c,
+                        Index ldc);
+// Chooses BLIS's kernels before its first call (see cpu_gemm.cpp); idempotent.
+void select_blis_kernels();
+// "BLIS <version> (<kernel set> kernels)"
+std::string blis_description();
+
+}  // namespace chimera::backend::cpu

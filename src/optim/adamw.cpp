@@ -1,0 +1,53 @@
+#include "chimera/optim/adamw.hpp"
+
+#include <cmath>
+
+#include "chimera/core/error.hpp"
+
+namespace chimera::optim {
+
+AdamWConfig AdamWConfig::from(const TrainConfig& train) {
+  CHIMERA_REQUIRE(train.beta1 >= 0.0 && train.beta1 < 1.0, "train.beta1 = {} must be in [0, 1)",
+                  train.beta1);
+  CHIMERA_REQUIRE(train.beta2 >= 0.0 && train.beta2 < 1.0, "train.beta2 = {} must be in [0, 1)",
+                  train.beta2);
+  CHIMERA_REQUIRE(train.eps > 0.0, "train.eps = {} must be positive", train.eps);
+  CHIMERA_REQUIRE(train.weight_decay >= 0.0, "train.weight_decay = {} must not be negative",
+                  train.weight_decay);
+  return {train.beta1, train.beta2, train.eps, train.weight_decay};
+}
+
+backend::AdamWArgs adamw_args(const AdamWConfig& c, int step, double lr, double grad_scale,
+                              bool weight_decay) {
+  CHIMERA_CHECK(step >= 1, "AdamW steps count from 1, got {}", step);
+  const double bias_correction1 = 1.0 - std::pow(c.beta1, step);
+  const double bias_correction2 = 1.0 - std::pow(c.beta2, step);
+  backend::AdamWArgs a;
+  a.decay_factor = static_cast<float>(weight_decay ? 1.0 - lr * c.weight_decay : 1.0);
+  a.step_size = static_cast<float>(lr / bias_correction1);
+  a.beta1 = static_cast<float>(c.beta1);
+  a.one_minus_beta1 = static_cast<float>(1.0 - c.beta1);
+  a.beta2 = static_cast<float>(c.beta2);
+  a.one_minus_beta2 = static_cast<float>(1.0 - c.beta2);
+  a.bias_correction2_sqrt = static_cast<float>(std::sqrt(bias_correction2));
+  a.eps = static_cast<float>(c.eps);
+  a.grad_scale = static_cast<float>(grad_scale);
+  return a;
+}
+
+void adamw_step(backend::Backend& backend, const AdamWConfig& config, int step, double lr,
+                double grad_scale, float* params, const float* grads, AdamWMoments& moments,
+                std::span<const ParamRange> ranges) {
+  const backend::AdamWArgs decay = adamw_args(config, step, lr, grad_scale, true);
+  const backend::AdamWArgs no_decay = adamw_args(config, step, lr, grad_scale, false);
+  for (const ParamRange& r : ranges) {
+    CHIMERA_CHECK(r.offset + r.count <= moments.m.floats(),
+                  "parameter range [{}, {}) outside a buffer of {} floats", r.offset,
+                  r.offset + r.count, moments.m.floats());
+    backend.adamw_update(params + r.offset, grads + r.offset, moments.m.f32() + r.offset,
+                         moments.v.f32() + r.offset, static_cast<backend::Index>(r.count),
+                         r.weight_decay ? decay : no_decay);
+  }
+}
+
+}  // namespace chimera::optim

@@ -104,10 +104,12 @@ LayerCosts parse_layer_costs(std::string_view toml_text, std::string_view origin
   c.vocab_size = positive_int(model, "model", "vocab_size", origin);
 
   const toml::value& scaling = table_of(root, "scaling", origin);
-  reject_unknown(scaling, "scaling.", {"micro_batch_size", "overhead_ms", "optimizer_ns_per_param"},
+  reject_unknown(scaling, "scaling.",
+                 {"micro_batch_size", "overhead_ms", "stage_overhead_ms", "optimizer_ns_per_param"},
                  origin);
   c.micro_batch_size = positive_int(scaling, "scaling", "micro_batch_size", origin);
   c.overhead_ms = number(scaling, "scaling", "overhead_ms", origin, false);
+  c.stage_overhead_ms = number(scaling, "scaling", "stage_overhead_ms", origin, false);
   c.optimizer_ns_per_param = number(scaling, "scaling", "optimizer_ns_per_param", origin, false);
 
   c.embedding = op_cost(root, "embedding", origin);
@@ -125,25 +127,6 @@ LayerCosts load_layer_costs(const std::string& path) {
   std::stringstream ss;
   ss << in.rdbuf();
   return parse_layer_costs(ss.str(), path);
-}
-
-std::string to_toml(const LayerCosts& c) {
-  auto op = [](const char* name, const OpCost& o) {
-    return fmt::format("[{}]\nforward_ms = {}\nbackward_ms = {}\n", name, o.forward_ms,
-                       o.backward_ms);
-  };
-  std::string machine;
-  for (const char ch : c.machine) {
-    if (ch == '"' || ch == '\\') machine.push_back('\\');
-    machine.push_back(ch);
-  }
-  return fmt::format(
-      "machine = \"{}\"\n\n[model]\nn_embd = {}\nn_head = {}\nseq_len = {}\nvocab_size = {}\n\n"
-      "[scaling]\nmicro_batch_size = {}\noverhead_ms = {}\noptimizer_ns_per_param = "
-      "{}\n\n{}\n{}\n{}",
-      machine, c.n_embd, c.n_head, c.seq_len, c.vocab_size, c.micro_batch_size, c.overhead_ms,
-      c.optimizer_ns_per_param, op("embedding", c.embedding), op("block", c.block),
-      op("head", c.head));
 }
 
 }  // namespace chimera::plan

@@ -24,7 +24,7 @@ std::string Layout::scheme_label() const {
 OpCost ComputeModel::stage_cost(const StageInfo& stage, int samples) const {
   CHIMERA_CHECK(layers.has_value(), "stage costs need per-layer costs");
   const LayerCosts& c = *layers;
-  OpCost total;
+  OpCost total{c.stage_overhead_ms, c.stage_overhead_ms};
   if (stage.first) total += c.scaled(c.embedding, samples);
   const OpCost block = c.scaled(c.block, samples);
   total += {block.forward_ms * stage.blocks, block.backward_ms * stage.blocks};

@@ -11,6 +11,7 @@
 //   [scaling]
 //   micro_batch_size = 1    B0: the times below are for one op on B0 samples
 //   overhead_ms = 0.0       part of each layer op that does not grow with the samples
+//   stage_overhead_ms = 0.0 fixed cost of every stage op on top of its layers
 //   optimizer_ns_per_param = 0.0    AdamW step time per parameter a device holds
 //   [embedding]             token + position embedding (first stage)
 //   forward_ms = 0.1
@@ -48,6 +49,7 @@ struct LayerCosts {
   int vocab_size = 0;
   int micro_batch_size = 1;
   double overhead_ms = 0.0;
+  double stage_overhead_ms = 0.0;
   double optimizer_ns_per_param = 0.0;
   OpCost embedding, block, head;
 
@@ -56,12 +58,9 @@ struct LayerCosts {
 };
 
 // Parses the TOML text; `origin` names the source in messages. Every key is required except
-// `machine`, `overhead_ms` and `optimizer_ns_per_param`; unknown keys, wrong types and negative
-// times are InputErrors naming the key.
+// `machine`, `overhead_ms`, `stage_overhead_ms` and `optimizer_ns_per_param`; unknown keys,
+// wrong types and negative times are InputErrors naming the key.
 LayerCosts parse_layer_costs(std::string_view toml_text, std::string_view origin);
 LayerCosts load_layer_costs(const std::string& path);
-
-// The same file format, for costs measured here (written by `chimera plan --write-costs`).
-std::string to_toml(const LayerCosts& costs);
 
 }  // namespace chimera::plan

@@ -141,6 +141,9 @@ TEST(Predict, LayerCostsSumOverTheStage) {
   const OpCost whole = c.stage_cost({2, true, true, 0}, 2);
   EXPECT_DOUBLE_EQ(whole.forward_ms, 2 * (1 + 4 + 4));
   EXPECT_DOUBLE_EQ(whole.backward_ms, 2 * (10 + 40 + 40));
+  c.layers->stage_overhead_ms = 0.5;  // once per stage op, whatever its layers
+  EXPECT_DOUBLE_EQ(c.stage_cost({3, false, false, 0}, 1).forward_ms, 6.5);
+  EXPECT_DOUBLE_EQ(c.stage_cost({2, true, true, 0}, 2).backward_ms, 2 * (10 + 40 + 40) + 0.5);
 }
 
 Machine head_heavy_machine() {

@@ -37,7 +37,7 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     // Bad flags are bad input: one line (from rank 0 when launched on many ranks), status 2.
-    if (chimera::log::is_root()) chimera::log::error("{} (see `chimera --help`)", e.what());
+    chimera::log::error_once("{} (see `chimera --help`)", e.what());
     return 2;
   }
 

@@ -60,6 +60,8 @@ bool is_root() {
 void write_stdout(std::string_view line) {
   write_line(STDOUT_FILENO, g_world.load() > 1 && !is_root() ? rank_prefix() : "", line);
 }
+void write_stderr_plain(std::string_view line) { write_line(STDERR_FILENO, "", line); }
+
 void write_stderr(std::string_view line) {
   write_line(STDERR_FILENO, g_world.load() > 1 ? rank_prefix() : "", line);
 }

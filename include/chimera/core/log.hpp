@@ -18,6 +18,8 @@ bool is_root();
 
 void write_stdout(std::string_view line);
 void write_stderr(std::string_view line);
+// Without the rank prefix: for a message that every rank agreed on and rank 0 prints once.
+void write_stderr_plain(std::string_view line);
 
 template <typename... Args>
 void debug(fmt::format_string<Args...> f, Args&&... args) {
@@ -36,6 +38,13 @@ template <typename... Args>
 void warn(fmt::format_string<Args...> f, Args&&... args) {
   if (level() <= Level::Warn)
     write_stderr("warning: " + fmt::format(f, std::forward<Args>(args)...));
+}
+// An error common to every rank (a bad configuration): one line, from rank 0, no rank prefix.
+template <typename... Args>
+void error_once(fmt::format_string<Args...> f, Args&&... args) {
+  if (level() <= Level::Error && is_root()) {
+    write_stderr_plain("error: " + fmt::format(f, std::forward<Args>(args)...));
+  }
 }
 template <typename... Args>
 void error(fmt::format_string<Args...> f, Args&&... args) {

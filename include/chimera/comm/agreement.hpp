@@ -1,0 +1,33 @@
+#pragma once
+// Setup steps that may fail on some ranks only (a file missing on one node, a config that
+// differs) must still end every rank cleanly, with one message, and no rank left waiting in a
+// collective. `all_or_none` runs a step on every rank, then agrees: if any rank failed, every
+// rank throws the same AgreedError carrying the lowest failing rank's message and exit status.
+#include <mpi.h>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "chimera/core/error.hpp"
+
+namespace chimera::comm {
+
+class AgreedError : public Error {
+ public:
+  AgreedError(const std::string& message, int status, int failed_rank)
+      : Error(message), status_(status), failed_rank_(failed_rank) {}
+  int status() const { return status_; }
+  int failed_rank() const { return failed_rank_; }
+
+ private:
+  int status_;
+  int failed_rank_;
+};
+
+void all_or_none(MPI_Comm comm, const std::function<void()>& step);
+
+// InputError on every rank if any rank's configuration hash differs from rank 0's.
+void check_same_config(MPI_Comm comm, std::uint64_t config_hash);
+
+}  // namespace chimera::comm

@@ -1,0 +1,48 @@
+#pragma once
+// Eager gradient synchronisation (LBANN's rule: a gradient is ready when its last contributor
+// finished). The executor calls start() the moment a worker's last backward of a stage is done;
+// the in-place MPI_Iallreduce then overlaps the backward ops that remain, progressed by poll()
+// between ops and during waits. wait_all() runs before the optimizer step.
+#include <mpi.h>
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "chimera/comm/mpi.hpp"
+
+namespace chimera::comm {
+
+class GradSync {
+ public:
+  struct Timing {
+    std::string name;
+    double start_s = 0.0;  // when the allreduce was started
+    double done_s = 0.0;   // when a poll or wait first saw it complete
+  };
+
+  // Registers a buffer to be summed over `comm`; returns its key. Keys are stable across
+  // iterations; MPI_COMM_NULL registers nothing and returns -1.
+  int add(std::string name, float* data, std::size_t count, MPI_Comm comm);
+
+  void start(int key);                      // non-blocking in-place sum
+  bool poll();  // tests every outstanding allreduce; true while any is still running
+  void wait_all(const WaitPolicy& policy);  // wait for all started; every key must have started
+
+  bool started(int key) const;
+  const std::vector<Timing>& timings() const { return timings_; }
+  int size() const { return static_cast<int>(slots_.size()); }
+
+ private:
+  struct Slot {
+    float* data = nullptr;
+    std::size_t count = 0;
+    MPI_Comm comm = MPI_COMM_NULL;
+    MPI_Request request = MPI_REQUEST_NULL;
+    bool started = false;
+  };
+  std::vector<Slot> slots_;
+  std::vector<Timing> timings_;
+};
+
+}  // namespace chimera::comm

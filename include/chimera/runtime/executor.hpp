@@ -1,0 +1,57 @@
+#pragma once
+// The executor runs one worker's lowered program for one iteration: compute ops through
+// StageCompute, activations and their gradients through MPI_Isend/MPI_Irecv on the pipeline
+// communicator (receives posted where lowering placed them), MPI progress polled between ops,
+// and each stage's gradient allreduce started the moment lowering says it is final.
+#include <cstdint>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "chimera/comm/communicators.hpp"
+#include "chimera/comm/grad_sync.hpp"
+#include "chimera/comm/topology.hpp"
+#include "chimera/io/trace.hpp"
+#include "chimera/runtime/stage_compute.hpp"
+#include "chimera/schedule/program.hpp"
+
+namespace chimera::runtime {
+
+// Inputs of one iteration, indexed by schedule micro-batch; only the pointers a worker needs
+// (stage 0 / last stage of the micro-batch's pipe) must be set.
+struct MicroBatchInputs {
+  std::vector<const std::int32_t*> tokens;
+  std::vector<const std::int32_t*> targets;
+};
+
+struct IterationResult {
+  double loss_sum = 0.0;  // over the last-stage forwards this worker ran
+  int loss_count = 0;
+  double wall_s = 0.0;       // program start to gradients summed
+  double compute_s = 0.0;    // time inside compute ops
+  double grad_wait_s = 0.0;  // time waiting for allreduces after the last op (exposed)
+};
+
+class Executor {
+ public:
+  Executor(const schedule::Schedule& sched, const schedule::Program& program,
+           const comm::Topology& topo, const comm::Communicators& comms, StageCompute& compute,
+           comm::WaitPolicy wait_policy);
+  ~Executor();
+  Executor(const Executor&) = delete;
+  Executor& operator=(const Executor&) = delete;
+
+  // Runs one iteration; `trace` (may be null) receives compute, p2p-wait and allreduce events
+  // with timestamps relative to `trace_origin_s`.
+  IterationResult run(std::int64_t step, const MicroBatchInputs& inputs, float loss_scale,
+                      std::vector<io::TraceEvent>* trace, double trace_origin_s);
+
+  comm::GradSync& grad_sync() { return grad_sync_; }
+
+ private:
+  comm::GradSync grad_sync_;  // before impl_, which registers the gradient buffers in it
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace chimera::runtime

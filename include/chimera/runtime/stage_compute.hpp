@@ -1,0 +1,63 @@
+#pragma once
+// What the executor asks of the stages a worker holds: forward and backward of one model stage
+// for one micro-batch. Two implementations: real GPT-2 stages (model + backend) and emulated
+// stages (timed waits of the configured F/B costs, for timing schedules at scale on a laptop).
+// Pointers are host memory owned by the executor; an implementation copies what it keeps.
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace chimera::runtime {
+
+// One contiguous gradient buffer to be summed across the ranks holding it.
+struct GradBuffer {
+  std::string name;  // "stage 3", "tied wte"
+  int stage = -1;    // model stage, or -1 for the tied embedding
+  float* data = nullptr;
+  std::size_t count = 0;
+};
+
+class StageCompute {
+ public:
+  virtual ~StageCompute() = default;
+
+  // Floats in one activation or activation-gradient message (B*T*C).
+  virtual std::size_t message_floats() const = 0;
+
+  // Stage 0 reads `tokens` [B*T] instead of `in`; the last stage reads `targets` [B*T], writes no
+  // `out`, and returns the mean cross-entropy of its tokens (other stages return 0).
+  virtual float forward(int stage, int mb, const float* in, const std::int32_t* tokens,
+                        const std::int32_t* targets, float* out) = 0;
+  // Full backward: accumulates parameter gradients; `grad_out` is null on the last stage (the
+  // loss gradient is scaled by loss_scale instead), `grad_in` is null on stage 0.
+  virtual void backward(int stage, int mb, const float* grad_out, float* grad_in,
+                        float loss_scale) = 0;
+  // Split backward (zero-bubble I and W ops): the two together equal backward().
+  virtual void backward_input(int stage, int mb, const float* grad_out, float* grad_in,
+                              float loss_scale) = 0;
+  virtual void backward_weight(int stage, int mb) = 0;
+
+  virtual void zero_grad() = 0;
+  // Called once per iteration after the worker's last backward touching the tied embedding and
+  // before its gradient is reduced (a worker holding both ends adds the embedding's part here).
+  virtual void finalize_tied_grads() {}
+  // Gradient buffers of the held stages (one per stage) and of the tied embedding (if held).
+  virtual std::vector<GradBuffer> grad_buffers() = 0;
+
+  virtual std::int64_t peak_activation_bytes() const = 0;
+  virtual void reset_peak_activation_bytes() = 0;
+
+  // Called by implementations that wait (emulation) so that MPI keeps progressing meanwhile;
+  // returns whether requests are still outstanding (when none are, a wait need not poll).
+  void set_progress(std::function<bool()> progress) { progress_ = std::move(progress); }
+
+ protected:
+  bool progress() const { return progress_ ? progress_() : false; }
+
+ private:
+  std::function<bool()> progress_;
+};
+
+}  // namespace chimera::runtime

@@ -1,0 +1,55 @@
+#pragma once
+// The trainable state of one worker: its GPT-2 stages' parameters (model::GPT2Worker), the AdamW
+// moments laid out like them, the global-norm clip, and checkpoints. Checkpoints hold every
+// tensor once, by Hugging Face name, whatever D and W: each tensor is written by its owner
+// (replica 0, the lowest worker holding its stage) and read by every rank that holds it.
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "chimera/backend/backend.hpp"
+#include "chimera/comm/communicators.hpp"
+#include "chimera/io/checkpoint.hpp"
+#include "chimera/model/worker.hpp"
+#include "chimera/optim/adamw.hpp"
+#include "chimera/runtime/run_plan.hpp"
+
+namespace chimera::runtime {
+
+class TrainState {
+ public:
+  TrainState(const RunPlan& plan, backend::Backend& backend, model::GPT2Worker& worker,
+             const comm::Communicators& comms);
+
+  // sqrt of the sum of squares of every gradient of the model, each counted once. Collective.
+  double global_grad_norm();
+  // One AdamW update of every held buffer; `step` counts from 0 (AdamW's t = step + 1).
+  void optimizer_step(int step, double lr, double grad_scale);
+
+  // Collective over replica 0's pipeline group (the other replicas return at once): writes a
+  // checkpoint of the current state into `dir`. Returns the file's path ("" off replica 0).
+  std::string save(const io::CheckpointDirectory& dir, const io::CheckpointMeta& meta);
+  // Loads weights (and the AdamW moments unless `weights_only`) for the held tensors; checks
+  // that the file matches this model. Returns the file's metadata.
+  io::CheckpointMeta load(const std::string& path, bool weights_only);
+
+  // A held tensor (or AdamW moment, optim/exp_avg[_sq]/<name>) in Hugging Face layout; nullopt
+  // when this worker holds no copy.
+  std::optional<std::vector<float>> host_tensor(const std::string& name) const;
+
+ private:
+  std::vector<io::TensorSpec> specs(bool with_moments) const;
+
+  const RunPlan& plan_;
+  backend::Backend& backend_;
+  model::GPT2Worker& worker_;
+  const comm::Communicators& comms_;
+  optim::AdamWConfig adamw_;
+  // Buffer key: model stage, or model::kTiedStage.
+  std::map<int, std::unique_ptr<optim::AdamWMoments>> moments_;
+  std::map<int, std::vector<optim::ParamRange>> ranges_;
+};
+
+}  // namespace chimera::runtime

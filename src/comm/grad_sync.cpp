@@ -1,0 +1,63 @@
+#include "chimera/comm/grad_sync.hpp"
+
+#include <climits>
+
+#include "chimera/core/timer.hpp"
+
+namespace chimera::comm {
+
+int GradSync::add(std::string name, float* data, std::size_t count, MPI_Comm comm) {
+  if (comm == MPI_COMM_NULL) return -1;
+  CHIMERA_CHECK(count <= static_cast<std::size_t>(INT_MAX),
+                "gradient buffer '{}' has {} floats, more than one MPI call can sum", name, count);
+  slots_.push_back(Slot{data, count, comm, MPI_REQUEST_NULL, false});
+  timings_.push_back(Timing{std::move(name), 0.0, 0.0});
+  return static_cast<int>(slots_.size()) - 1;
+}
+
+void GradSync::start(int key) {
+  auto& s = slots_.at(static_cast<std::size_t>(key));
+  CHIMERA_CHECK(s.request == MPI_REQUEST_NULL, "allreduce '{}' started twice in one iteration",
+                timings_[static_cast<std::size_t>(key)].name);
+  timings_[static_cast<std::size_t>(key)] =
+      Timing{timings_[static_cast<std::size_t>(key)].name, now_seconds(), 0.0};
+  MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, s.data, static_cast<int>(s.count), MPI_FLOAT, MPI_SUM,
+                           s.comm, &s.request));
+  s.started = true;
+}
+
+bool GradSync::poll() {
+  bool running = false;
+  for (std::size_t k = 0; k < slots_.size(); ++k) {
+    auto& s = slots_[k];
+    if (s.request == MPI_REQUEST_NULL) continue;
+    int done = 0;
+    MPI_CHECK(MPI_Test(&s.request, &done, MPI_STATUS_IGNORE));
+    if (done != 0) {
+      timings_[k].done_s = now_seconds();
+    } else {
+      running = true;
+    }
+  }
+  return running;
+}
+
+void GradSync::wait_all(const WaitPolicy& policy) {
+  for (std::size_t k = 0; k < slots_.size(); ++k) {
+    auto& s = slots_[k];
+    CHIMERA_CHECK(s.started, "gradient '{}' was never marked ready this iteration (schedule bug)",
+                  timings_[k].name);
+    if (s.request != MPI_REQUEST_NULL) {
+      wait(
+          s.request, policy, [](void* self) { static_cast<GradSync*>(self)->poll(); }, this);
+      if (timings_[k].done_s == 0.0) timings_[k].done_s = now_seconds();
+    }
+    s.started = false;
+  }
+}
+
+bool GradSync::started(int key) const {
+  return slots_.at(static_cast<std::size_t>(key)).started;
+}
+
+}  // namespace chimera::comm

@@ -1,0 +1,103 @@
+#include "chimera/runtime/emulated_compute.hpp"
+
+#include <time.h>
+
+#include <algorithm>
+#include <charconv>
+
+#include "chimera/core/error.hpp"
+#include "chimera/core/timer.hpp"
+
+namespace chimera::runtime {
+
+EmulatedCosts parse_costs(const std::string& text) {
+  std::vector<double> v;
+  std::size_t begin = 0;
+  while (begin <= text.size()) {
+    const std::size_t end = std::min(text.find(':', begin), text.size());
+    double x = 0.0;
+    const auto r = std::from_chars(text.data() + begin, text.data() + end, x);
+    CHIMERA_REQUIRE(r.ec == std::errc() && r.ptr == text.data() + end && x >= 0.0,
+                    "--cost '{}': expected F:B or F:B:W in milliseconds, e.g. 10:20", text);
+    v.push_back(x);
+    begin = end + 1;
+  }
+  CHIMERA_REQUIRE(v.size() == 2 || v.size() == 3,
+                  "--cost '{}': expected F:B or F:B:W in milliseconds, e.g. 10:20", text);
+  EmulatedCosts c{v[0], v[1], v.size() == 3 ? v[2] : v[1] / 2.0};
+  CHIMERA_REQUIRE(c.w_ms <= c.b_ms, "--cost '{}': W ({} ms) cannot exceed B ({} ms)", text, c.w_ms,
+                  c.b_ms);
+  return c;
+}
+
+EmulatedCompute::EmulatedCompute(EmulatedCosts costs, double op_scale, std::size_t message_floats,
+                                 std::vector<EmulatedStage> held, std::size_t tied_floats,
+                                 bool holds_tied)
+    : costs_(costs), scale_(op_scale), message_floats_(message_floats), held_(std::move(held)) {
+  for (const auto& h : held_) grads_[h.stage].assign(h.grad_floats, 0.0F);
+  if (holds_tied) grads_[-1].assign(tied_floats, 0.0F);
+}
+
+void EmulatedCompute::wait_ms(double ms) const {
+  const double deadline = now_seconds() + ms * 1e-3;
+  while (true) {
+    const bool pending = progress();
+    const double left = deadline - now_seconds();
+    if (left <= 0.0) return;
+    // While sends or allreduces are outstanding, wake every 0.5 ms to progress them (as a real
+    // op would not, but a GPU run's host thread would); otherwise sleep the whole op, so that
+    // dozens of emulated ranks leave the cores to the ranks that are waiting for messages.
+    const double slice = pending ? std::min(left, 500e-6) : left;
+    const auto whole = static_cast<time_t>(slice);
+    const timespec ts{whole, static_cast<long>((slice - static_cast<double>(whole)) * 1e9)};
+    nanosleep(&ts, nullptr);
+  }
+}
+
+std::int64_t EmulatedCompute::activation_bytes(int stage) const {
+  for (const auto& h : held_) {
+    if (h.stage == stage) return h.activation_bytes;
+  }
+  CHIMERA_CHECK(false, "stage {} is not held by this worker", stage);
+  return 0;
+}
+
+float EmulatedCompute::forward(int stage, int mb, const float*, const std::int32_t*,
+                               const std::int32_t*, float*) {
+  wait_ms(costs_.f_ms * scale_);
+  CHIMERA_CHECK(live_.insert({stage, mb}).second, "forward of stage {} mb {} ran twice", stage, mb);
+  live_bytes_ += activation_bytes(stage);
+  peak_bytes_ = std::max(peak_bytes_, live_bytes_);
+  return 0.0F;
+}
+
+void EmulatedCompute::backward(int stage, int mb, const float*, float*, float) {
+  wait_ms(costs_.b_ms * scale_);
+  CHIMERA_CHECK(live_.erase({stage, mb}) == 1, "backward of stage {} mb {} before forward", stage,
+                mb);
+  live_bytes_ -= activation_bytes(stage);
+}
+
+void EmulatedCompute::backward_input(int stage, int mb, const float*, float*, float) {
+  wait_ms((costs_.b_ms - costs_.w_ms) * scale_);
+  CHIMERA_CHECK(live_.count({stage, mb}) == 1, "input-backward of stage {} mb {} before forward",
+                stage, mb);
+}
+
+void EmulatedCompute::backward_weight(int stage, int mb) {
+  wait_ms(costs_.w_ms * scale_);
+  CHIMERA_CHECK(live_.erase({stage, mb}) == 1, "weight-backward of stage {} mb {} before forward",
+                stage, mb);
+  live_bytes_ -= activation_bytes(stage);
+}
+
+std::vector<GradBuffer> EmulatedCompute::grad_buffers() {
+  std::vector<GradBuffer> out;
+  for (auto& [stage, buf] : grads_) {
+    out.push_back(GradBuffer{stage < 0 ? "tied wte" : fmt::format("stage {}", stage), stage,
+                             buf.data(), buf.size()});
+  }
+  return out;
+}
+
+}  // namespace chimera::runtime

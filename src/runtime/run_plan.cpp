@@ -1,0 +1,57 @@
+#include "chimera/runtime/run_plan.hpp"
+
+#include "chimera/core/error.hpp"
+#include "chimera/schedule/generators.hpp"
+#include "chimera/schedule/lower.hpp"
+
+namespace chimera::runtime {
+
+RunPlan RunPlan::make(const Config& config, int world_size, int rank) {
+  RunPlan p;
+  p.config = config;
+  const auto& par = config.parallel;
+  CHIMERA_REQUIRE(config.runtime.compute == "real" || config.runtime.compute == "emulate",
+                  "runtime.compute = '{}': expected 'real' or 'emulate'", config.runtime.compute);
+  p.emulate = config.runtime.compute == "emulate";
+  CHIMERA_REQUIRE(!p.emulate || !config.runtime.cost.empty(),
+                  "--compute emulate needs the op costs: --cost F:B (milliseconds), e.g. 10:20");
+  CHIMERA_REQUIRE(config.runtime.backend == "cpu",
+                  "runtime.backend = '{}': this build supports 'cpu'", config.runtime.backend);
+
+  schedule::ScheduleRequest req;
+  req.scheme = par.scheme;
+  req.stages = par.stages;
+  req.micro_batches = par.micro_batches;
+  req.variant = par.scheme == "chimera" ? par.variant : "";
+  req.pipes = par.pipes;
+  req.virtual_stages = par.scheme == "interleaved" ? par.virtual_stages : 0;
+  p.schedule = schedule::make_schedule(req);
+  p.program = schedule::lower(p.schedule);
+
+  p.model = model::GPT2Config::from(config.model);
+  p.seq_len = config.data.seq_len;
+  p.model.require_seq_len(p.seq_len);
+  p.partition = model::make_partition(p.model, p.schedule.stages, par.partition, p.seq_len);
+
+  p.micro_batch_size = par.micro_batch_size;
+  CHIMERA_REQUIRE(p.micro_batch_size >= 1, "parallel.micro_batch_size = {}: must be at least 1",
+                  p.micro_batch_size);
+  CHIMERA_REQUIRE(p.micro_batch_size % p.schedule.mb_split == 0,
+                  "parallel.micro_batch_size = {} must be a multiple of {} for variant '{}' (each "
+                  "micro-batch is split into {} halves)",
+                  p.micro_batch_size, p.schedule.mb_split, p.schedule.variant, p.schedule.mb_split);
+  p.schedule_mb_size = p.micro_batch_size / p.schedule.mb_split;
+
+  p.topology = comm::Topology::make(world_size, rank, p.schedule);
+  p.global_batch =
+      static_cast<std::int64_t>(p.topology.replicas) * par.micro_batches * p.micro_batch_size;
+  CHIMERA_REQUIRE(config.train.steps >= 0, "train.steps = {}: must be >= 0", config.train.steps);
+  CHIMERA_REQUIRE(config.log.every >= 1, "log.every = {}: must be at least 1", config.log.every);
+  return p;
+}
+
+float RunPlan::loss_scale() const {
+  return 1.0F / static_cast<float>(topology.replicas * schedule.micro_batches);
+}
+
+}  // namespace chimera::runtime

@@ -1,0 +1,48 @@
+#include "chimera/runtime/trace_collector.hpp"
+
+#include <climits>
+
+#include "chimera/comm/mpi.hpp"
+#include "chimera/core/timer.hpp"
+
+namespace chimera::runtime {
+
+TraceCollector::TraceCollector(MPI_Comm comm, std::string path)
+    : comm_(comm), path_(std::move(path)) {
+  MPI_CHECK(MPI_Barrier(comm_));
+  origin_s_ = now_seconds();
+}
+
+void TraceCollector::write() {
+  if (!enabled()) return;
+  int rank = 0, size = 1;
+  MPI_CHECK(MPI_Comm_rank(comm_, &rank));
+  MPI_CHECK(MPI_Comm_size(comm_, &size));
+  const std::string mine = io::serialize_events(events_);
+  CHIMERA_CHECK(mine.size() < static_cast<std::size_t>(INT_MAX),
+                "trace of rank {} is too large to gather ({} bytes): trace fewer steps", rank,
+                mine.size());
+  int length = static_cast<int>(mine.size());
+  std::vector<int> lengths(static_cast<std::size_t>(size));
+  MPI_CHECK(MPI_Gather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, 0, comm_));
+  std::vector<int> offsets(static_cast<std::size_t>(size), 0);
+  long long total = 0;
+  for (int r = 0; r < size; ++r) {
+    offsets[static_cast<std::size_t>(r)] = static_cast<int>(total);
+    total += lengths[static_cast<std::size_t>(r)];
+  }
+  CHIMERA_CHECK(rank != 0 || total < INT_MAX, "the merged trace is too large ({} bytes)", total);
+  std::string all(rank == 0 ? static_cast<std::size_t>(total) : 0, '\0');
+  MPI_CHECK(MPI_Gatherv(mine.data(), length, MPI_CHAR, all.data(), lengths.data(), offsets.data(),
+                        MPI_CHAR, 0, comm_));
+  if (rank != 0) return;
+  std::vector<std::vector<io::TraceEvent>> per_rank;
+  for (int r = 0; r < size; ++r) {
+    per_rank.push_back(io::parse_events(
+        all.substr(static_cast<std::size_t>(offsets[static_cast<std::size_t>(r)]),
+                   static_cast<std::size_t>(lengths[static_cast<std::size_t>(r)]))));
+  }
+  io::write_chrome_trace(path_, per_rank);
+}
+
+}  // namespace chimera::runtime

@@ -1,0 +1,157 @@
+#include "chimera/runtime/train_state.hpp"
+
+#include <cmath>
+
+#include "chimera/comm/mpi.hpp"
+#include "chimera/optim/clip.hpp"
+
+namespace chimera::runtime {
+
+namespace {
+bool owns_tensor(const comm::Topology& topo, const model::TensorInfo& t) {
+  return topo.owns(t.stage == model::kTiedStage ? 0 : t.stage);
+}
+}  // namespace
+
+TrainState::TrainState(const RunPlan& plan, backend::Backend& backend, model::GPT2Worker& worker,
+                       const comm::Communicators& comms)
+    : plan_(plan),
+      backend_(backend),
+      worker_(worker),
+      comms_(comms),
+      adamw_(optim::AdamWConfig::from(plan.config.train)) {
+  for (const int s : worker_.stages()) {
+    moments_[s] = std::make_unique<optim::AdamWMoments>(backend_, worker_.params(s).count);
+    for (const auto& t : worker_.layout().stage_tensors(s)) {
+      ranges_[s].push_back(optim::ParamRange{t.offset, t.numel, t.weight_decay});
+    }
+  }
+  if (worker_.holds_tied()) {
+    const auto tied = worker_.tied_params();
+    moments_[model::kTiedStage] = std::make_unique<optim::AdamWMoments>(backend_, tied.count);
+    // The padded rows take part: their parameters and gradients are zero, so they stay zero.
+    ranges_[model::kTiedStage] = {
+        optim::ParamRange{0, tied.count, worker_.layout().tied().weight_decay}};
+  }
+}
+
+double TrainState::global_grad_norm() {
+  const auto& topo = plan_.topology;
+  double local = 0.0;
+  for (const int s : worker_.stages()) {
+    if (topo.owns(s)) {
+      const auto g = worker_.grads(s);
+      local += optim::sum_of_squares(backend_, g.data, g.count);
+    }
+  }
+  if (worker_.holds_tied() && topo.owns(0)) {
+    const auto g = worker_.tied_grads();
+    local += optim::sum_of_squares(backend_, g.data, g.count);
+  }
+  // Reduce to rank 0 and broadcast, so every replica applies the bit-identical clip factor.
+  double total = 0.0;
+  MPI_CHECK(MPI_Reduce(&local, &total, 1, MPI_DOUBLE, MPI_SUM, 0, comms_.world()));
+  MPI_CHECK(MPI_Bcast(&total, 1, MPI_DOUBLE, 0, comms_.world()));
+  return std::sqrt(total);
+}
+
+void TrainState::optimizer_step(int step, double lr, double grad_scale) {
+  for (auto& [key, moments] : moments_) {
+    const bool tied = key == model::kTiedStage;
+    const auto p = tied ? worker_.tied_params() : worker_.params(key);
+    const auto g = tied ? worker_.tied_grads() : worker_.grads(key);
+    optim::adamw_step(backend_, adamw_, step + 1, lr, grad_scale, p.data, g.data, *moments,
+                      ranges_.at(key));
+  }
+}
+
+std::vector<io::TensorSpec> TrainState::specs(bool with_moments) const {
+  std::vector<io::TensorSpec> out;
+  for (const auto* t : worker_.layout().all()) out.push_back(io::TensorSpec{t->name, t->shape});
+  if (with_moments) {
+    for (const auto* t : worker_.layout().all()) {
+      out.push_back(io::TensorSpec{io::exp_avg_name(t->name), t->shape});
+      out.push_back(io::TensorSpec{io::exp_avg_sq_name(t->name), t->shape});
+    }
+  }
+  return out;
+}
+
+std::string TrainState::save(const io::CheckpointDirectory& dir, const io::CheckpointMeta& meta) {
+  const auto& topo = plan_.topology;
+  if (topo.replica != 0) return {};
+  const auto all = worker_.layout().all();
+  // Host copies (Hugging Face layout) of the tensors this rank owns: weights, then moments.
+  std::vector<std::vector<float>> host;
+  host.reserve(all.size() * 3);
+  std::vector<io::TensorData> tensors;
+  tensors.reserve(all.size() * 3);
+  auto add = [&](const model::TensorInfo& t, std::string name, const float* buffer) {
+    std::span<const float> data;
+    if (buffer != nullptr) {
+      host.emplace_back(t.numel);
+      worker_.read_tensor(t, buffer, host.back());
+      data = host.back();
+    }
+    tensors.push_back(io::TensorData{io::TensorSpec{std::move(name), t.shape}, data});
+  };
+  auto key_of = [](const model::TensorInfo& t) { return t.stage; };
+  for (const auto* t : all) {
+    const bool mine = owns_tensor(topo, *t);
+    add(*t, t->name, mine ? worker_.params_of(*t) : nullptr);
+  }
+  for (const auto* t : all) {
+    const bool mine = owns_tensor(topo, *t);
+    const auto* m = mine ? moments_.at(key_of(*t)).get() : nullptr;
+    add(*t, io::exp_avg_name(t->name), m != nullptr ? m->m.f32() : nullptr);
+    add(*t, io::exp_avg_sq_name(t->name), m != nullptr ? m->v.f32() : nullptr);
+  }
+  // Tensors must be listed in the same order on every rank: weights, then (exp_avg, exp_avg_sq)
+  // per tensor, which the loops above keep. Every owner is in replica 0, so only its pipeline
+  // group writes: D ranks, however many replicas hold the same weights.
+  return dir.save(comms_.pipeline(), tensors, meta);
+}
+
+io::CheckpointMeta TrainState::load(const std::string& path, bool weights_only) {
+  const io::CheckpointReader reader(path);
+  const auto meta = reader.meta();
+  reader.expect(specs(!weights_only));
+  for (const auto* t : worker_.tensors()) {
+    std::vector<float> host(t->numel);
+    reader.read(t->name, host);
+    worker_.write_tensor(*t, worker_.params_of(*t), host);
+    if (weights_only) continue;
+    auto& m = *moments_.at(t->stage);
+    reader.read(io::exp_avg_name(t->name), host);
+    worker_.write_tensor(*t, m.m.f32(), host);
+    reader.read(io::exp_avg_sq_name(t->name), host);
+    worker_.write_tensor(*t, m.v.f32(), host);
+  }
+  return meta;
+}
+
+std::optional<std::vector<float>> TrainState::host_tensor(const std::string& name) const {
+  std::string base = name;
+  int moment = 0;  // 0 weights, 1 exp_avg, 2 exp_avg_sq
+  for (const int k : {1, 2}) {
+    const std::string prefix = k == 1 ? io::exp_avg_name("") : io::exp_avg_sq_name("");
+    if (name.rfind(prefix, 0) == 0) {
+      base = name.substr(prefix.size());
+      moment = k;
+    }
+  }
+  for (const auto* t : worker_.tensors()) {
+    if (t->name != base) continue;
+    std::vector<float> host(t->numel);
+    const float* buffer = worker_.params_of(*t);
+    if (moment != 0) {
+      const auto& m = *moments_.at(t->stage);
+      buffer = moment == 1 ? m.m.f32() : m.v.f32();
+    }
+    worker_.read_tensor(*t, buffer, host);
+    return host;
+  }
+  return std::nullopt;
+}
+
+}  // namespace chimera::runtime

@@ -1,0 +1,336 @@
+#include "chimera/runtime/trainer.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <csignal>
+#include <memory>
+#include <optional>
+
+#include "chimera/backend/backend.hpp"
+#include "chimera/comm/agreement.hpp"
+#include "chimera/comm/communicators.hpp"
+#include "chimera/comm/mpi.hpp"
+#include "chimera/core/log.hpp"
+#include "chimera/core/timer.hpp"
+#include "chimera/io/checkpoint.hpp"
+#include "chimera/io/metrics.hpp"
+#include "chimera/model/activations.hpp"
+#include "chimera/model/worker.hpp"
+#include "chimera/optim/clip.hpp"
+#include "chimera/optim/lr_schedule.hpp"
+#include "chimera/runtime/batch_feed.hpp"
+#include "chimera/runtime/emulated_compute.hpp"
+#include "chimera/runtime/evaluator.hpp"
+#include "chimera/runtime/executor.hpp"
+#include "chimera/runtime/model_compute.hpp"
+#include "chimera/runtime/run_plan.hpp"
+#include "chimera/runtime/trace_collector.hpp"
+#include "chimera/runtime/train_state.hpp"
+#include "chimera/schedule/simulate.hpp"
+
+namespace chimera::runtime {
+
+namespace {
+
+volatile std::sig_atomic_t g_stop_signal = 0;
+extern "C" void on_stop_signal(int sig) {
+  g_stop_signal = sig;
+}
+
+model::Dims dims_of(const RunPlan& plan) {
+  const auto& m = plan.model;
+  return model::Dims{plan.schedule_mb_size, plan.seq_len,       m.n_embd, m.n_head,
+                     m.vocab_size,          m.padded_vocab_size};
+}
+
+std::unique_ptr<EmulatedCompute> make_emulated(const RunPlan& plan) {
+  const model::ParameterLayout layout(plan.model, plan.partition);
+  const auto dims = dims_of(plan);
+  const int last = plan.schedule.stages - 1;
+  std::vector<EmulatedStage> held;
+  for (const int s : plan.topology.held) {
+    const model::StageShape shape{plan.partition.num_blocks(s), s == 0, s == last};
+    held.push_back(EmulatedStage{s, layout.stage_floats(s),
+                                 static_cast<std::int64_t>(model::activation_bytes_formula(
+                                     dims, shape, plan.config.parallel.recompute))});
+  }
+  // The simulator's cost of an op: X per micro-batch it covers, / mb_split, * D / stages.
+  const double op_scale =
+      static_cast<double>(plan.schedule.workers) /
+      (static_cast<double>(plan.schedule.mb_split) * static_cast<double>(plan.schedule.stages));
+  return std::make_unique<EmulatedCompute>(
+      parse_costs(plan.config.runtime.cost), op_scale, static_cast<std::size_t>(dims.N() * dims.C),
+      std::move(held), layout.tied_floats(), plan.topology.holds_tied());
+}
+
+// The simulator's iteration time for the emulated costs (no network term): what an emulated
+// run should measure.
+double predicted_ms(const RunPlan& plan) {
+  const auto c = parse_costs(plan.config.runtime.cost);
+  auto costs = schedule::Costs::forward_backward(c.f_ms, c.b_ms);
+  costs.W = c.w_ms;
+  costs.I = c.b_ms - c.w_ms;
+  costs.data_parallel = plan.topology.replicas;
+  return schedule::simulate(plan.schedule, costs).iteration_time;
+}
+
+std::string header(const RunPlan& plan, std::size_t params) {
+  const auto& p = plan.config.parallel;
+  const auto& t = plan.topology;
+  std::string variant;
+  if (p.scheme == "chimera")
+    variant = fmt::format(" ({}, {} pipes)", plan.schedule.variant, plan.schedule.pipes());
+  if (p.scheme == "interleaved") variant = fmt::format(" (v = {})", p.virtual_stages);
+  return fmt::format(
+      "chimera train: {} on {} ranks = W {} x D {}{}; N {} micro-batches of B {} x T {}; "
+      "global batch {} samples ({} tokens)\n"
+      "model: GPT-2 L {} C {} H {} V {} ({:.2f} M parameters), {} stages {}, compute {}{}",
+      p.scheme + variant, t.world_size, t.replicas, t.workers,
+      plan.schedule.stages != t.workers ? fmt::format(" ({} model stages)", plan.schedule.stages)
+                                        : "",
+      p.micro_batches, plan.micro_batch_size, plan.seq_len, plan.global_batch,
+      plan.tokens_per_step(), plan.model.n_layer, plan.model.n_embd, plan.model.n_head,
+      plan.model.vocab_size, static_cast<double>(params) / 1e6, plan.schedule.stages,
+      plan.partition.to_string(), plan.config.runtime.compute,
+      plan.emulate ? fmt::format(" (cost {} ms)", plan.config.runtime.cost) : "");
+}
+
+struct StepStats {
+  double loss = 0.0;
+  double iter_s = 0.0;
+  double pipeline_s = 0.0;
+  double bubble = 0.0;
+  std::int64_t peak_act = 0;
+  bool stop = false;
+};
+
+// Everything rank 0 needs from one step, gathered with two reductions.
+StepStats reduce_step(MPI_Comm world, const IterationResult& r, double iter_s,
+                      std::int64_t peak_act, bool stop) {
+  int size = 1;
+  MPI_CHECK(MPI_Comm_size(world, &size));
+  double sums[3] = {r.loss_sum, static_cast<double>(r.loss_count), r.compute_s};
+  double maxes[4] = {iter_s, r.wall_s, static_cast<double>(peak_act), stop ? 1.0 : 0.0};
+  MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, sums, 3, MPI_DOUBLE, MPI_SUM, world));
+  MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, maxes, 4, MPI_DOUBLE, MPI_MAX, world));
+  StepStats s;
+  s.loss = sums[1] > 0 ? sums[0] / sums[1] : 0.0;
+  s.iter_s = maxes[0];
+  s.pipeline_s = maxes[1];
+  // Measured bubble: the share of the pipeline phase the ranks spent not computing.
+  s.bubble = maxes[1] > 0 ? 1.0 - sums[2] / (size * maxes[1]) : 0.0;
+  s.peak_act = static_cast<std::int64_t>(maxes[2]);
+  s.stop = maxes[3] > 0;
+  return s;
+}
+
+}  // namespace
+
+struct Trainer::Impl {
+  TrainRequest request;
+  MPI_Comm world;
+  int rank = 0;
+  int size = 1;
+  RunPlan plan;
+  std::unique_ptr<comm::Communicators> comms;
+  comm::WaitPolicy wait_policy;
+  std::unique_ptr<backend::Backend> backend;
+  std::unique_ptr<model::GPT2Worker> worker;
+  std::unique_ptr<StageCompute> compute;
+  std::optional<TrainState> state;
+  std::optional<BatchFeed> feed;
+  std::optional<Evaluator> evaluator;
+  std::optional<io::CheckpointDirectory> checkpoints;
+  std::int64_t start_step = 0;
+  std::int64_t resume_cursor = 0;  // data stream position at start_step
+  std::size_t params = 0;
+  std::vector<double> losses;
+  optim::LrSchedule lr_schedule;
+
+  Impl(const TrainRequest& req, MPI_Comm w);
+  void setup_compute();
+  void run();
+};
+
+Trainer::Impl::Impl(const TrainRequest& req, MPI_Comm w) : request(req), world(w) {
+  MPI_CHECK(MPI_Comm_rank(world, &rank));
+  MPI_CHECK(MPI_Comm_size(world, &size));
+  const Config& config = request.config;
+  comm::all_or_none(world, [&] {
+    plan = RunPlan::make(config, size, rank);
+    CHIMERA_REQUIRE(!(request.resume && !request.init.empty()),
+                    "--resume and --init exclude each other: --resume continues a run from "
+                    "checkpoint.dir, --init starts a new one from a checkpoint's weights");
+    CHIMERA_REQUIRE(request.stop_after >= 0, "--stop-after {}: must be >= 0", request.stop_after);
+    CHIMERA_REQUIRE(!request.resume || !config.checkpoint.dir.empty(),
+                    "--resume needs the checkpoint directory: --save-dir DIR (checkpoint.dir)");
+    CHIMERA_REQUIRE(!plan.emulate || (config.checkpoint.dir.empty() && request.init.empty() &&
+                                      config.train.eval_every == 0),
+                    "--compute emulate has no weights: drop --save-dir, --init and --eval-every");
+  });
+  comms = std::make_unique<comm::Communicators>(plan.topology, world);
+  comm::all_or_none(world, [&] { setup_compute(); });
+  log::info("{}", header(plan, params));
+  log::info("{}", plan.topology.describe());
+  if (plan.emulate) {
+    log::info("simulator: {:.2f} ms per iteration for these costs", predicted_ms(plan));
+  }
+}
+
+void Trainer::Impl::setup_compute() {
+  const Config& config = request.config;
+  lr_schedule = optim::LrSchedule::from(config.train);
+  const model::ParameterLayout layout(plan.model, plan.partition);
+  params = layout.tied().numel;
+  for (int s = 0; s < plan.schedule.stages; ++s) {
+    for (const auto& t : layout.stage_tensors(s)) params += t.numel;
+  }
+  if (plan.emulate) {
+    compute = make_emulated(plan);
+  } else {
+    backend = backend::make_backend(config.runtime.backend);
+    worker = std::make_unique<model::GPT2Worker>(
+        *backend, plan.model, plan.partition, plan.topology.held,
+        model::GPT2Worker::Options{plan.schedule_mb_size, plan.seq_len, config.parallel.recompute});
+    worker->init_parameters(static_cast<std::uint64_t>(config.train.seed));
+    compute = std::make_unique<ModelCompute>(*worker);
+    state.emplace(plan, *backend, *worker, *comms);
+    if (config.train.eval_every > 0) evaluator.emplace(plan, *worker, *comms, wait_policy);
+  }
+  feed.emplace(plan);
+  if (!config.checkpoint.dir.empty()) {
+    checkpoints.emplace(config.checkpoint.dir, config.checkpoint.keep);
+  }
+  if (request.resume) {
+    if (const auto latest = checkpoints->latest()) {
+      const auto meta = state->load(*latest, false);
+      start_step = meta.step;
+      resume_cursor = meta.data_cursor;
+      log::info("resumed from {} at step {}", *latest, start_step);
+    } else {
+      log::info("no checkpoint in {} yet: starting from step 0", config.checkpoint.dir);
+    }
+  } else if (!request.init.empty()) {
+    state->load(request.init, true);
+    log::info("initialised weights from {}", request.init);
+  }
+}
+
+void Trainer::Impl::run() {
+  const Config& config = request.config;
+  Executor executor(plan.schedule, plan.program, plan.topology, *comms, *compute, wait_policy);
+  TraceCollector trace(world, config.log.trace);
+  io::MetricsWriter metrics;
+  if (rank == 0 && !config.log.metrics.empty()) {
+    metrics = io::MetricsWriter(config.log.metrics, request.resume && start_step > 0);
+  }
+  const double predicted = plan.emulate ? predicted_ms(plan) : 0.0;
+
+  std::signal(SIGTERM, on_stop_signal);
+  std::signal(SIGUSR1, on_stop_signal);
+
+  const int steps = config.train.steps;
+  double sum_iter_s = 0.0, sum_bubble = 0.0;
+  int timed_steps = 0;
+  std::int64_t step = start_step;
+  const Stopwatch run_clock;
+  try {
+    if (evaluator && step < steps) {
+      // Where the run starts from (fresh, --init or --resume), before any update.
+      log::info("validation loss before step {}: {:.6f}", step + 1, evaluator->evaluate());
+    }
+    for (; step < steps; ++step) {
+      const Stopwatch iter_clock;
+      const std::int64_t cursor = resume_cursor + (step - start_step) * plan.global_batch;
+      const auto& inputs = feed->load(cursor);
+      compute->zero_grad();
+      compute->reset_peak_activation_bytes();
+      const IterationResult r =
+          executor.run(step, inputs, plan.loss_scale(), trace.events(), trace.origin_s());
+      const double lr = lr_schedule.at(static_cast<int>(step));
+      double grad_norm = 0.0;
+      if (state) {
+        grad_norm = state->global_grad_norm();
+        state->optimizer_step(static_cast<int>(step), lr,
+                              optim::clip_scale(grad_norm, config.train.grad_clip));
+      }
+      const StepStats s = reduce_step(world, r, iter_clock.seconds(),
+                                      compute->peak_activation_bytes(), g_stop_signal != 0);
+      const bool stop_here = request.stop_after > 0 && step + 1 - start_step >= request.stop_after;
+      losses.push_back(s.loss);
+      if (step > start_step || steps - start_step == 1) {  // the first step warms caches up
+        sum_iter_s += s.iter_s;
+        sum_bubble += s.bubble;
+        ++timed_steps;
+      }
+      io::StepMetrics m;
+      m.step = step;
+      m.loss = s.loss;
+      m.lr = lr;
+      m.grad_norm = grad_norm;
+      m.iter_ms = s.iter_s * 1e3;
+      m.tokens_per_s = static_cast<double>(plan.tokens_per_step()) / s.iter_s;
+      m.bubble_ratio = s.bubble;
+      m.peak_act_bytes = s.peak_act;
+      if (evaluator && (step + 1) % config.train.eval_every == 0) {
+        m.val_loss = evaluator->evaluate();
+      }
+      if (metrics.is_open()) metrics.write(m);
+      if ((step + 1) % config.log.every == 0 || step + 1 == steps || m.val_loss) {
+        log::info(
+            "step {:>5}/{} | loss {:.4f}{} | lr {:.2e} | grad-norm {:.3f} | {:8.1f} ms{} | "
+            "{:8.0f} tok/s | bubble {:5.1f}% | act {:.1f} MiB",
+            step + 1, steps, s.loss, m.val_loss ? fmt::format(" | val {:.4f}", *m.val_loss) : "",
+            lr, grad_norm, m.iter_ms, plan.emulate ? fmt::format(" (sim {:.1f})", predicted) : "",
+            m.tokens_per_s, 100.0 * s.bubble, static_cast<double>(s.peak_act) / (1 << 20));
+      }
+      const bool save_now =
+          checkpoints &&
+          (s.stop || stop_here || step + 1 == steps ||
+           (config.checkpoint.every > 0 && (step + 1) % config.checkpoint.every == 0));
+      if (save_now) {
+        const io::CheckpointMeta meta{step + 1, config.train.seed, cursor + plan.global_batch,
+                                      config.to_toml()};
+        log::info("saved {}", state->save(*checkpoints, meta));
+      }
+      if (s.stop || stop_here) {
+        log::info("stopping after step {}{}", step + 1,
+                  s.stop ? fmt::format(" on signal {}", static_cast<int>(g_stop_signal))
+                         : fmt::format(" (--stop-after {})", request.stop_after));
+        ++step;
+        break;
+      }
+    }
+    trace.write();
+  } catch (const std::exception& e) {
+    // Other ranks may be inside a collective or waiting for this rank's messages: end them all.
+    comm::abort_job(e.what(), exit_status(e));
+  }
+  if (timed_steps > 0) {
+    const double mean_s = sum_iter_s / timed_steps;
+    log::info(
+        "done: {} steps in {:.1f} s; mean iteration {:.1f} ms, {:.0f} tokens/s, bubble "
+        "{:.1f}%{}",
+        step - start_step, run_clock.seconds(), mean_s * 1e3,
+        static_cast<double>(plan.tokens_per_step()) / mean_s, 100.0 * sum_bubble / timed_steps,
+        config.log.trace.empty() ? "" : fmt::format("; trace in {}", config.log.trace));
+  }
+}
+
+Trainer::Trainer(const TrainRequest& request, MPI_Comm world)
+    : impl_(std::make_unique<Impl>(request, world)) {}
+Trainer::~Trainer() = default;
+void Trainer::run() {
+  impl_->run();
+}
+const std::vector<double>& Trainer::losses() const {
+  return impl_->losses;
+}
+
+std::optional<std::vector<float>> Trainer::tensor(const std::string& name) const {
+  if (!impl_->worker) return std::nullopt;
+  return impl_->state->host_tensor(name);
+}
+
+}  // namespace chimera::runtime

@@ -1,0 +1,141 @@
+#!/usr/bin/env python3
+"""`chimera train` under mpiexec, as a user runs it: bad input ends every rank with status 2 and
+one line; a rank killed with SIGKILL ends the job within 60 s; SIGUSR1 (Slurm's warning before a
+time limit) stops every rank after the current step with a checkpoint and status 0.
+
+Usage: test_train_cli.py CHIMERA MPIEXEC [MPIEXEC FLAGS...]
+"""
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+import h5py
+import numpy as np
+
+CHIMERA = MPIEXEC = None
+FLAGS = []
+
+# A small model every case shares; cases change it with --set.
+TINY = ["--set", "model.n_layer=4", "--set", "model.n_embd=32", "--set", "model.n_head=2",
+        "--set", "model.n_ctx=16", "--set", "model.vocab_size=96", "--set", "data.seq_len=8"]
+
+
+def mpirun(np_, args, timeout=120, **kwargs):
+    cmd = [MPIEXEC, "-np", str(np_), *FLAGS, CHIMERA, "train", *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, "OMP_NUM_THREADS": "1"}, **kwargs)
+
+
+def write_tokens(path, n=4096):
+    rng = np.random.default_rng(5)
+    with h5py.File(path, "w") as f:
+        f.create_dataset("tokens", data=rng.integers(0, 96, n).astype(np.uint16),
+                             chunks=(1024,))
+        f.attrs["vocab_size"] = np.int64(96)
+        f.attrs["eos_token"] = np.int64(95)
+        f.attrs["tokenizer"] = np.bytes_("test")
+
+
+class BadInput(unittest.TestCase):
+    def expect_one_error(self, np_, args, needle):
+        start = time.monotonic()
+        r = mpirun(np_, args)
+        elapsed = time.monotonic() - start
+        ours = [l for l in (r.stdout + r.stderr).splitlines() if l.startswith("error:")]
+        self.assertEqual(r.returncode != 0, True, r.stderr)
+        self.assertEqual(len(ours), 1, f"expected one error line, got:\n{r.stdout}\n{r.stderr}")
+        self.assertIn(needle, ours[0])
+        self.assertLess(elapsed, 60)
+        # Every rank exited with status 2 on its own (no abort): Open MPI then reports status 2.
+        self.assertEqual(r.returncode, 2, r.stderr)
+
+    def test_world_not_multiple_of_group(self):
+        self.expect_one_error(3, TINY, "world size 3 is not a multiple of the pipeline group size D=4")
+
+    def test_chimera_odd_stages(self):
+        self.expect_one_error(3, TINY + ["--set", "parallel.stages=3"], "chimera needs an even D (got D=3)")
+
+    def test_chimera_odd_micro_batches(self):
+        self.expect_one_error(4, TINY + ["--set", "parallel.micro_batches=5"], "chimera needs an even N (got N=5)")
+
+    def test_more_stages_than_blocks(self):
+        self.expect_one_error(4, TINY + ["--set", "model.n_layer=2"], "n_layer")
+
+    def test_missing_dataset(self):
+        self.expect_one_error(4, TINY + ["--set", "data.train=/nonexistent/tokens.h5"],
+                              "/nonexistent/tokens.h5")
+
+    def test_unknown_config_key(self):
+        self.expect_one_error(4, TINY + ["--set", "train.warmup_step=1"], "did you mean 'train.warmup_steps'")
+
+    def test_bad_flag(self):
+        self.expect_one_error(4, ["--stepz", "3"], "--stepz")
+
+    def test_configuration_differs_across_ranks(self):
+        cmd = [MPIEXEC, "-np", "2", *FLAGS, CHIMERA, "train", *TINY, "--set", "train.lr=1e-3", ":",
+               "-np", "2", CHIMERA, "train", *TINY, "--set", "train.lr=2e-3"]
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        ours = [l for l in (r.stdout + r.stderr).splitlines() if l.startswith("error:")]
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertEqual(len(ours), 1, r.stderr)
+        self.assertIn("configuration differs across ranks", ours[0])
+
+
+class Faults(unittest.TestCase):
+    def test_sigkill_of_one_rank_ends_the_job(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            metrics = os.path.join(tmp, "m.jsonl")
+            cmd = [MPIEXEC, "-np", "4", *FLAGS, CHIMERA, "train", *TINY, "--compute", "emulate",
+                   "--cost", "20:40", "--steps", "100000", "--metrics", metrics]
+            job = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            try:
+                deadline = time.monotonic() + 60
+                while not (os.path.exists(metrics) and os.path.getsize(metrics) > 0):
+                    self.assertLess(time.monotonic(), deadline, "the job never ran a step")
+                    time.sleep(0.2)
+                ranks = subprocess.run(["pgrep", "-P", str(job.pid)], capture_output=True,
+                                       text=True).stdout.split()
+                self.assertGreaterEqual(len(ranks), 4)
+                os.kill(int(ranks[-1]), signal.SIGKILL)
+                killed = time.monotonic()
+                job.wait(timeout=60)
+                self.assertLess(time.monotonic() - killed, 60)
+                self.assertNotEqual(job.returncode, 0)
+            finally:
+                if job.poll() is None:
+                    job.kill()
+
+    def test_sigusr1_stops_after_the_step_with_a_checkpoint(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            data = os.path.join(tmp, "tokens.h5")
+            write_tokens(data)
+            metrics = os.path.join(tmp, "m.jsonl")
+            save = os.path.join(tmp, "ckpt")
+            cmd = [MPIEXEC, "-np", "4", *FLAGS, CHIMERA, "train", *TINY, "--set",
+                   f"data.train={data}", "--steps", "100000", "--metrics", metrics,
+                   "--save-dir", save]
+            job = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            try:
+                deadline = time.monotonic() + 60
+                while not (os.path.exists(metrics) and os.path.getsize(metrics) > 0):
+                    self.assertLess(time.monotonic(), deadline, "the job never ran a step")
+                    time.sleep(0.2)
+                job.send_signal(signal.SIGUSR1)  # mpirun forwards SIGUSR1 to every rank
+                out, err = job.communicate(timeout=60)
+                self.assertEqual(job.returncode, 0, err)
+                self.assertIn("stopping after step", out)
+                with open(os.path.join(save, "latest")) as f:
+                    latest = f.read().strip()
+                self.assertTrue(os.path.exists(os.path.join(save, os.path.basename(latest))))
+            finally:
+                if job.poll() is None:
+                    job.kill()
+
+
+if __name__ == "__main__":
+    CHIMERA, MPIEXEC, *FLAGS = sys.argv[1:]
+    unittest.main(argv=[sys.argv[0], "-v"])

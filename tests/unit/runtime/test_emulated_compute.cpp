@@ -1,0 +1,51 @@
+#include <gtest/gtest.h>
+
+#include "chimera/core/error.hpp"
+#include "chimera/core/timer.hpp"
+#include "chimera/runtime/emulated_compute.hpp"
+
+namespace chimera::runtime {
+namespace {
+
+TEST(EmulatedCosts, ParsesTwoOrThreeFields) {
+  const auto c = parse_costs("10:20");
+  EXPECT_DOUBLE_EQ(c.f_ms, 10.0);
+  EXPECT_DOUBLE_EQ(c.b_ms, 20.0);
+  EXPECT_DOUBLE_EQ(c.w_ms, 10.0);
+  EXPECT_DOUBLE_EQ(parse_costs("1:2:0.5").w_ms, 0.5);
+  EXPECT_THROW(parse_costs("10"), InputError);
+  EXPECT_THROW(parse_costs("10:x"), InputError);
+  EXPECT_THROW(parse_costs("10:-1"), InputError);
+  EXPECT_THROW(parse_costs("1:2:3"), InputError);  // W > B
+  EXPECT_THROW(parse_costs("1:2:3:4"), InputError);
+}
+
+TEST(EmulatedCompute, WaitsTheCostAndTracksActivations) {
+  EmulatedCompute c(EmulatedCosts{4.0, 8.0, 2.0}, 0.5, 16, {{0, 10, 100}, {3, 20, 300}}, 50, true);
+  int polls = 0;
+  c.set_progress([&] {
+    ++polls;
+    return true;  // requests outstanding: the op must keep polling
+  });
+  Stopwatch sw;
+  c.forward(0, 0, nullptr, nullptr, nullptr, nullptr);  // halving: half of F = 2 ms
+  c.forward(3, 1, nullptr, nullptr, nullptr, nullptr);
+  EXPECT_GE(sw.ms(), 4.0);
+  EXPECT_GT(polls, 0);
+  EXPECT_EQ(c.peak_activation_bytes(), 400);
+  c.backward(0, 0, nullptr, nullptr, 1.0F);
+  c.backward_input(3, 1, nullptr, nullptr, 1.0F);
+  c.backward_weight(3, 1);
+  EXPECT_EQ(c.peak_activation_bytes(), 400);
+  c.reset_peak_activation_bytes();
+  EXPECT_EQ(c.peak_activation_bytes(), 0);
+  EXPECT_THROW(c.backward(0, 5, nullptr, nullptr, 1.0F), Error);  // never forwarded
+  const auto g = c.grad_buffers();
+  ASSERT_EQ(g.size(), 3U);  // tied + two stages
+  EXPECT_EQ(g[0].stage, -1);
+  EXPECT_EQ(g[0].count, 50U);
+  EXPECT_EQ(g[2].count, 20U);
+}
+
+}  // namespace
+}  // namespace chimera::runtime

@@ -301,30 +301,36 @@ Run add_plan_command(CLI::App& app) {
       "allreduce (Rabenseifner) not hidden behind the backward tail, plus the optimizer step.\n"
       "Examples:\n"
       "  chimera plan --model jobscripts/configs/gpt2-1.3b.toml --nodes 2048 --memory 16 \\\n"
-      "      --network 5us,8GB/s --costs jobscripts/configs/p100-costs.toml --global-batch 2048\n"
+      "      --network 10us,8GB/s --costs jobscripts/configs/p100-costs.toml --global-batch 2048\n"
       "  chimera plan --model jobscripts/configs/local.toml --memory 64 --cost 2:4 \\\n"
       "      --network 20us,2GB/s --predict --schemes chimera,1f1b -W 2 -D 4 -N 8");
   sub->add_option("--model", o->model,
                   "run config TOML whose [model] and data.seq_len describe the model")
       ->required();
   sub->add_option("--set", o->sets, "override a key of the model config, e.g. model.n_layer=48");
-  sub->add_option("--nodes", o->nodes, "P: devices (one rank each) to plan for");
+  sub->add_option("--nodes", o->nodes,
+                  "P: devices (one rank each) to plan for (required for the search; with --predict "
+                  "optional, checked against W x D)");
   sub->add_option("--memory", o->memory_gib, "memory per device in GiB")->required();
   sub->add_option("--reserve", o->reserve_gib,
                   "GiB per device not available to Chimera: CUDA context, libraries, allocator "
                   "slack (default 1)");
   sub->add_option("--network", o->network,
                   "ALPHA,BETA: message latency (s, ms, us, ns) and bandwidth (GB/s, MB/s) or time "
-                  "per byte (ns/B), e.g. 5us,10GB/s (default)");
-  sub->add_option("--costs", o->costs_file,
-                  "per-layer forward/backward costs of the machine (TOML, docs/scaling.md)");
+                  "per byte (ns/B) (default 5us,10GB/s)");
+  sub->add_option(
+      "--costs", o->costs_file,
+      "per-layer forward/backward costs of the machine (TOML, docs/scaling.md); this or "
+      "--cost is required");
   sub->add_option(
       "--cost", o->cost,
       "instead of --costs: every op costs F:B[:W] ms per micro-batch through 1/D of the "
       "model, as in `chimera train --compute emulate --cost F:B[:W]`");
   sub->add_option("--optimizer-ns", o->optimizer_ns_per_param,
                   "AdamW step time per parameter held, ns (default: from --costs, else 0)");
-  sub->add_option("--global-batch", o->global_batch, "G: samples per iteration, W x N x B");
+  sub->add_option("--global-batch", o->global_batch,
+                  "G: samples per iteration, W x N x B (required for the search; with --predict "
+                  "optional, checked against W x N x B)");
   sub->add_option("--schemes", o->schemes,
                   "schemes to try, comma-separated: gpipe, 1f1b, gems, interleaved[:V], "
                   "chimera[:VARIANT[:PIPES]], zb-h1 (default: all, with chimera direct, doubling, "
@@ -342,9 +348,11 @@ Run add_plan_command(CLI::App& app) {
                 "instead of searching, predict the layout -W -D -N -B [--recompute] for each of "
                 "--schemes (default chimera)");
   sub->add_option("-W", o->layout.W, "--predict: data-parallel replicas (default 1)");
-  sub->add_option("-D,--stages", o->layout.D, "--predict: pipeline stages");
-  sub->add_option("-N,--micro-batches", o->layout.N, "--predict: micro-batches per group");
-  sub->add_option("-B,--micro-batch-size", o->layout.B, "--predict: samples per micro-batch");
+  sub->add_option("-D,--stages", o->layout.D, "--predict: pipeline stages (required)");
+  sub->add_option("-N,--micro-batches", o->layout.N,
+                  "--predict: micro-batches per group (required)");
+  sub->add_option("-B,--micro-batch-size", o->layout.B,
+                  "--predict: samples per micro-batch (default 1)");
   sub->add_flag("--recompute", o->layout.recompute, "--predict: recompute activations");
   sub->add_option("--format", o->format,
                   "--predict output: table (default) or json (one object per scheme and line)")

@@ -1,12 +1,363 @@
-// `chimera plan`: Pick the parallel configuration with the performance model.
+// `chimera plan`: pick the parallel layout with the performance model (DESIGN §6), or predict one
+// layout (--predict) to compare with a measured run.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "chimera/core/config.hpp"
 #include "chimera/core/error.hpp"
+#include "chimera/plan/planner.hpp"
 #include "commands.hpp"
 
 namespace chimera::cli {
 
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+struct PlanOptions {
+  std::string model;
+  std::vector<std::string> sets;
+  int nodes = 0;
+  double memory_gib = 0;
+  double reserve_gib = 1.0;
+  std::string network = "5us,10GB/s";
+  std::string costs_file;
+  std::string cost;
+  double optimizer_ns_per_param = -1;
+  int global_batch = 0;
+  std::vector<std::string> schemes;
+  int max_micro_batch_size = 32;
+  bool no_recompute = false;
+  int top = 10;
+  std::string csv;
+  std::string memory_csv;
+  // --predict: this layout for each of --schemes
+  bool predict = false;
+  plan::Layout layout{"", "", 0, 0, 1, 0, 0, 1, false};
+  std::string format = "table";
+};
+
+// "F:B" or "F:B:W" milliseconds, as `chimera train --cost` takes them (W: the weight-gradient
+// part of B when the backward is split; B/2 without it).
+plan::ComputeModel parse_emulated_cost(const std::string& text) {
+  std::vector<double> parts;
+  std::size_t begin = 0;
+  bool numbers = true;
+  while (numbers && begin <= text.size()) {
+    const std::size_t end = std::min(text.find(':', begin), text.size());
+    double x = 0;
+    const auto [ptr, ec] = std::from_chars(text.data() + begin, text.data() + end, x);
+    numbers = ec == std::errc() && ptr == text.data() + end && std::isfinite(x) && x > 0;
+    parts.push_back(x);
+    begin = end + 1;
+  }
+  CHIMERA_REQUIRE(numbers && (parts.size() == 2 || parts.size() == 3),
+                  "--cost '{}': expected F:B or F:B:W in milliseconds per stage op, each > 0, "
+                  "e.g. 10:20",
+                  text);
+  plan::ComputeModel c;
+  c.emulated = {parts[0], parts[1]};
+  if (parts.size() == 3) {
+    CHIMERA_REQUIRE(parts[2] <= parts[1], "--cost '{}': W ({} ms) cannot exceed B ({} ms)", text,
+                    parts[2], parts[1]);
+    c.weight_share = parts[2] / parts[1];
+  }
+  return c;
+}
+
+plan::Machine machine_of(const PlanOptions& o) {
+  CHIMERA_REQUIRE(o.costs_file.empty() != o.cost.empty(),
+                  "give the compute costs with exactly one of --costs FILE (per-layer costs of a "
+                  "machine) or --cost F:B (emulated stage ops, as `chimera train --compute "
+                  "emulate`)");
+  plan::Machine m;
+  m.network = plan::parse_network(o.network);
+  CHIMERA_REQUIRE(o.memory_gib > 0 && std::isfinite(o.memory_gib),
+                  "--memory must be > 0 GiB, got {}", o.memory_gib);
+  CHIMERA_REQUIRE(o.reserve_gib >= 0 && o.reserve_gib < o.memory_gib,
+                  "--reserve {} GiB must be >= 0 and less than --memory {} GiB", o.reserve_gib,
+                  o.memory_gib);
+  m.memory_bytes = o.memory_gib * kGiB;
+  m.reserve_bytes = o.reserve_gib * kGiB;
+  if (!o.costs_file.empty()) {
+    m.compute.layers = plan::load_layer_costs(o.costs_file);
+    m.compute.optimizer_ns_per_param = m.compute.layers->optimizer_ns_per_param;
+  } else {
+    m.compute = parse_emulated_cost(o.cost);
+  }
+  if (o.optimizer_ns_per_param >= 0) m.compute.optimizer_ns_per_param = o.optimizer_ns_per_param;
+  return m;
+}
+
+plan::ModelShape shape_of(const PlanOptions& o) {
+  Config config = Config::from_file(o.model);
+  for (const std::string& s : o.sets) config.set(s);
+  return plan::ModelShape(config.model, config.data.seq_len);
+}
+
+std::string compute_text(const plan::Machine& m, const PlanOptions& o) {
+  if (!m.compute.layers) {
+    return fmt::format("emulated stage ops F {} ms, B {} ms per micro-batch",
+                       m.compute.emulated.forward_ms, m.compute.emulated.backward_ms);
+  }
+  const plan::LayerCosts& c = *m.compute.layers;
+  return fmt::format("{} ({}; block F {} ms, B {} ms at B0={})",
+                     c.machine.empty() ? "per-layer costs" : c.machine, o.costs_file,
+                     c.block.forward_ms, c.block.backward_ms, c.micro_batch_size);
+}
+
+void print_header(const plan::Predictor& p, const PlanOptions& o) {
+  const auto& c = p.shape().config();
+  const plan::Machine& m = p.machine();
+  fmt::print(
+      "model    GPT-2 {} blocks, n_embd {}, {} heads, seq_len {}, vocab {}: {:.3g} B "
+      "parameters ({})\n",
+      c.n_layer, c.n_embd, c.n_head, p.shape().seq_len(), c.vocab_size,
+      p.shape().total_params() / 1e9, o.model);
+  fmt::print("machine  {:g} GiB per device ({:g} GiB reserved); network {}\n", o.memory_gib,
+             o.reserve_gib, plan::describe(m.network));
+  fmt::print("compute  {}; AdamW {:g} ns per parameter\n", compute_text(m, o),
+             m.compute.optimizer_ns_per_param);
+}
+
+std::string row(const plan::Prediction& p) {
+  const plan::Layout& l = p.layout;
+  return fmt::format(
+      "{:<22} {:>5} {:>4} {:>3} {:>5} {:>4} {:>11.1f} {:>11.1f} {:>7.1f}% "
+      "{:>8.1f} {:>9.1f} {:>8.2f}",
+      l.scheme_label(), l.W, l.D, l.B, l.N, l.recompute ? "yes" : "no", p.iteration_ms,
+      p.samples_per_s, 100 * p.bubble_ratio, p.p2p_ms, p.allreduce_exposed_ms,
+      p.peak_memory_bytes / kGiB);
+}
+
+constexpr const char* kRowHeader =
+    "scheme                     W    D   B     N  rcp     iter ms   samples/s  bubble   p2p ms  "
+    "allred ms  mem GiB";
+
+void write_csv(const std::string& path, const std::vector<plan::Prediction>& ps) {
+  std::ofstream out(path);
+  CHIMERA_REQUIRE(out.good(), "cannot write '{}'", path);
+  out << "scheme,variant,pipes,virtual,W,D,N,B,recompute,iteration_ms,samples_per_s,work_ms,"
+         "bubble_ms,p2p_ms,allreduce_exposed_ms,allreduce_ms,optimizer_ms,bubble_ratio,"
+         "peak_memory_bytes\n";
+  for (const plan::Prediction& p : ps) {
+    const plan::Layout& l = p.layout;
+    out << fmt::format(
+        "{},{},{},{},{},{},{},{},{},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},"
+        "{:.6g},{:.6g},{:.6g},{:.0f}\n",
+        l.scheme, l.variant, l.pipes, l.virtual_stages, l.W, l.D, l.N, l.B, l.recompute ? 1 : 0,
+        p.iteration_ms, p.samples_per_s, p.work_ms, p.bubble_ms, p.p2p_ms, p.allreduce_exposed_ms,
+        p.allreduce_ms, p.optimizer_ms, p.bubble_ratio, p.peak_memory_bytes);
+  }
+  CHIMERA_CHECK(out.good(), "writing '{}' failed", path);
+}
+
+// Per worker memory of each prediction (analysis/plot.py memory --plan-csv reads it).
+void write_memory_csv(const std::string& path, const std::vector<plan::Prediction>& ps) {
+  std::ofstream out(path);
+  CHIMERA_REQUIRE(out.good(), "cannot write '{}'", path);
+  out << "scheme,layout,worker,weights_bytes,gradients_bytes,optimizer_bytes,activations_bytes,"
+         "workspace_bytes\n";
+  for (const plan::Prediction& p : ps) {
+    const plan::Layout& l = p.layout;
+    const std::string layout =
+        fmt::format("W={} D={} B={} N={}{}", l.W, l.D, l.B, l.N, l.recompute ? " recompute" : "");
+    for (std::size_t w = 0; w < p.memory.size(); ++w) {
+      const plan::WorkerMemory& m = p.memory[w];
+      out << fmt::format("{},{},{},{:.0f},{:.0f},{:.0f},{:.0f},{:.0f}\n", l.scheme_label(), layout,
+                         w, m.weights, m.gradients, m.optimizer, m.activations, m.workspace);
+    }
+  }
+  CHIMERA_CHECK(out.good(), "writing '{}' failed", path);
+}
+
+std::string json_line(const plan::Prediction& p) {
+  const plan::Layout& l = p.layout;
+  return fmt::format(
+      "{{\"scheme\": \"{}\", \"variant\": \"{}\", \"pipes\": {}, \"virtual\": {}, \"W\": {}, "
+      "\"D\": {}, \"N\": {}, \"B\": {}, \"recompute\": {}, \"iteration_ms\": {:.6g}, "
+      "\"work_ms\": {:.6g}, \"bubble_ms\": {:.6g}, \"p2p_ms\": {:.6g}, "
+      "\"allreduce_exposed_ms\": {:.6g}, \"allreduce_ms\": {:.6g}, \"optimizer_ms\": {:.6g}, "
+      "\"bubble_ratio\": {:.6g}, \"samples_per_s\": {:.6g}, \"peak_memory_bytes\": {:.0f}, "
+      "\"fits\": {}}}\n",
+      l.scheme, l.variant, l.pipes, l.virtual_stages, l.W, l.D, l.N, l.B, l.recompute,
+      p.iteration_ms, p.work_ms, p.bubble_ms, p.p2p_ms, p.allreduce_exposed_ms, p.allreduce_ms,
+      p.optimizer_ms, p.bubble_ratio, p.samples_per_s, p.peak_memory_bytes, p.fits);
+}
+
+int run_predict(const PlanOptions& o) {
+  CHIMERA_REQUIRE(o.layout.D >= 1 && o.layout.N >= 1,
+                  "--predict needs the layout: -W w -D d -N n [-B b] [--recompute]");
+  CHIMERA_REQUIRE(o.nodes == 0 || o.nodes == o.layout.nodes(),
+                  "--nodes {} disagrees with W x D = {} x {} = {}", o.nodes, o.layout.W, o.layout.D,
+                  o.layout.nodes());
+  CHIMERA_REQUIRE(o.global_batch == 0 || o.global_batch == o.layout.global_batch(),
+                  "--global-batch {} disagrees with W x N x B = {}", o.global_batch,
+                  o.layout.global_batch());
+  plan::Predictor predictor(shape_of(o), machine_of(o));
+  std::vector<plan::Prediction> predictions;
+  for (const std::string& spec :
+       o.schemes.empty() ? std::vector<std::string>{"chimera"} : o.schemes) {
+    const plan::SchemeChoice c = plan::parse_scheme_choice(spec);
+    plan::Layout l = o.layout;
+    l.scheme = c.scheme;
+    l.variant = c.variant;
+    l.pipes = c.pipes;
+    l.virtual_stages = c.virtual_stages;
+    predictions.push_back(predictor(l));
+  }
+  if (!o.memory_csv.empty()) write_memory_csv(o.memory_csv, predictions);
+  if (o.format == "json") {
+    for (const plan::Prediction& p : predictions) fmt::print("{}", json_line(p));
+    return 0;
+  }
+  print_header(predictor, o);
+  fmt::print("\n{}\n", kRowHeader);
+  for (const plan::Prediction& p : predictions) fmt::print("{}\n", row(p));
+  for (const plan::Prediction& p : predictions) {
+    fmt::print(
+        "\n{}: iteration {:.2f} ms = work {:.2f} + bubbles {:.2f} + p2p {:.2f} + exposed "
+        "allreduce {:.2f} + optimizer {:.2f}\n",
+        p.layout.scheme_label(), p.iteration_ms, p.work_ms, p.bubble_ms, p.p2p_ms,
+        p.allreduce_exposed_ms, p.optimizer_ms);
+    fmt::print("  allreduce {:.2f} ms in all, {:.0f}% hidden behind the backward tail\n",
+               p.allreduce_ms,
+               p.allreduce_ms > 0 ? 100 * p.allreduce_hidden_ms / p.allreduce_ms : 100.0);
+    fmt::print("  memory per worker (GiB):");
+    for (const plan::WorkerMemory& m : p.memory) fmt::print(" {:.2f}", m.total() / kGiB);
+    fmt::print("{}\n", p.fits ? "" : "  -- does NOT fit");
+  }
+  return 0;
+}
+
+int run_plan(const PlanOptions& o) {
+  if (o.predict) return run_predict(o);
+  CHIMERA_REQUIRE(o.nodes >= 1 && o.global_batch >= 1,
+                  "chimera plan needs --nodes P and --global-batch G (or --predict with a layout)");
+  plan::PlanRequest request;
+  request.nodes = o.nodes;
+  request.global_batch = o.global_batch;
+  request.max_micro_batch_size = o.max_micro_batch_size;
+  request.consider_recompute = !o.no_recompute;
+  if (!o.schemes.empty()) {
+    request.schemes.clear();
+    for (const std::string& s : o.schemes) request.schemes.push_back(plan::parse_scheme_choice(s));
+  }
+  plan::Predictor predictor(shape_of(o), machine_of(o));
+  const plan::PlanResult result = plan::plan(request, predictor);
+  print_header(predictor, o);
+  fmt::print(
+      "search   {} nodes, global batch {}: {} layouts, {} without a valid schedule, {} "
+      "over memory, {} fit\n",
+      o.nodes, o.global_batch, result.layouts, result.invalid, result.over_memory,
+      result.ranked.size());
+  if (!o.csv.empty()) write_csv(o.csv, result.ranked);
+  if (result.ranked.empty()) {
+    fmt::print("\nno layout fits in {:g} GiB per device", o.memory_gib);
+    if (!result.first_invalid.empty()) fmt::print(" (e.g. {})", result.first_invalid);
+    fmt::print(": more nodes, more memory, or --max-micro-batch-size 1 with recomputation\n");
+    return 1;
+  }
+  fmt::print("\n    {}\n", kRowHeader);
+  const std::size_t top =
+      std::min<std::size_t>(static_cast<std::size_t>(o.top), result.ranked.size());
+  for (std::size_t i = 0; i < top; ++i) fmt::print("{:>3} {}\n", i + 1, row(result.ranked[i]));
+  const std::vector<plan::Prediction> best = plan::best_per_scheme(result);
+  fmt::print("\nBest layout of each scheme (throughput relative to the best chimera layout):\n");
+  const auto chimera = std::find_if(best.begin(), best.end(), [](const plan::Prediction& p) {
+    return p.layout.scheme == "chimera";
+  });
+  for (const plan::Prediction& p : best) {
+    const std::string speedup =
+        chimera == best.end()
+            ? std::string()
+            : fmt::format("   chimera is {:.2f}x", chimera->samples_per_s / p.samples_per_s);
+    fmt::print("    {}{}\n", row(p), speedup);
+  }
+  fmt::print("\n{}", plan::explain(result));
+  if (!o.memory_csv.empty()) write_memory_csv(o.memory_csv, best);
+  return 0;
+}
+
+}  // namespace
+
 Run add_plan_command(CLI::App& app) {
-  app.add_subcommand("plan", "Pick the parallel configuration with the performance model");
-  return []() -> int { throw Error("`chimera plan` is not built yet"); };
+  auto o = std::make_shared<PlanOptions>();
+  auto* sub = app.add_subcommand(
+      "plan",
+      "Pick the parallel layout with the performance model (docs/scaling.md).\n"
+      "Tries every W x D = P, micro-batch size B, N = G / (W B), every scheme and variant, with\n"
+      "and without recomputation; keeps what fits in memory and ranks it by predicted\n"
+      "throughput. An iteration costs the simulated critical path of its forwards and\n"
+      "backwards, with alpha + beta * bytes per activation message, plus the gradient\n"
+      "allreduce (Rabenseifner) not hidden behind the backward tail, plus the optimizer step.\n"
+      "Examples:\n"
+      "  chimera plan --model jobscripts/configs/gpt2-1.3b.toml --nodes 2048 --memory 16 \\\n"
+      "      --network 10us,8GB/s --costs jobscripts/configs/p100-costs.toml --global-batch 2048\n"
+      "  chimera plan --model jobscripts/configs/local.toml --memory 64 --cost 2:4 \\\n"
+      "      --network 20us,2GB/s --predict --schemes chimera,1f1b -W 2 -D 4 -N 8");
+  sub->add_option("--model", o->model,
+                  "run config TOML whose [model] and data.seq_len describe the model")
+      ->required();
+  sub->add_option("--set", o->sets, "override a key of the model config, e.g. model.n_layer=48");
+  sub->add_option("--nodes", o->nodes,
+                  "P: devices (one rank each) to plan for (required for the search; with --predict "
+                  "optional, checked against W x D)");
+  sub->add_option("--memory", o->memory_gib, "memory per device in GiB")->required();
+  sub->add_option("--reserve", o->reserve_gib,
+                  "GiB per device not available to Chimera: CUDA context, libraries, allocator "
+                  "slack (default 1)");
+  sub->add_option("--network", o->network,
+                  "ALPHA,BETA: message latency (s, ms, us, ns) and bandwidth (GB/s, MB/s) or time "
+                  "per byte (ns/B) (default 5us,10GB/s)");
+  sub->add_option(
+      "--costs", o->costs_file,
+      "per-layer forward/backward costs of the machine (TOML, docs/scaling.md); this or "
+      "--cost is required");
+  sub->add_option(
+      "--cost", o->cost,
+      "instead of --costs: every op costs F:B[:W] ms per micro-batch through 1/D of the "
+      "model, as in `chimera train --compute emulate --cost F:B[:W]`");
+  sub->add_option("--optimizer-ns", o->optimizer_ns_per_param,
+                  "AdamW step time per parameter held, ns (default: from --costs, else 0)");
+  sub->add_option("--global-batch", o->global_batch,
+                  "G: samples per iteration, W x N x B (required for the search; with --predict "
+                  "optional, checked against W x N x B)");
+  sub->add_option("--schemes", o->schemes,
+                  "schemes to try, comma-separated: gpipe, 1f1b, gems, interleaved[:V], "
+                  "chimera[:VARIANT[:PIPES]], zb-h1 (default: all, with chimera direct, doubling, "
+                  "halving, 4 and 8 pipes, interleaved v=2 and 4)")
+      ->delimiter(',');
+  sub->add_option("--max-micro-batch-size", o->max_micro_batch_size,
+                  "largest B to try (default 32)");
+  sub->add_flag("--no-recompute", o->no_recompute, "do not consider activation recomputation");
+  sub->add_option("--top", o->top, "layouts to list (default 10)");
+  sub->add_option("--csv", o->csv, "write every layout that fits, ranked, to this CSV file");
+  sub->add_option("--memory-csv", o->memory_csv,
+                  "write the per-worker memory of each scheme's best layout (with --predict: of "
+                  "each prediction) to this CSV (analysis/plot.py memory --plan-csv)");
+  sub->add_flag("--predict", o->predict,
+                "instead of searching, predict the layout -W -D -N -B [--recompute] for each of "
+                "--schemes (default chimera)");
+  sub->add_option("-W", o->layout.W, "--predict: data-parallel replicas (default 1)");
+  sub->add_option("-D,--stages", o->layout.D, "--predict: pipeline stages (required)");
+  sub->add_option("-N,--micro-batches", o->layout.N,
+                  "--predict: micro-batches per group (required)");
+  sub->add_option("-B,--micro-batch-size", o->layout.B,
+                  "--predict: samples per micro-batch (default 1)");
+  sub->add_flag("--recompute", o->layout.recompute, "--predict: recompute activations");
+  sub->add_option("--format", o->format,
+                  "--predict output: table (default) or json (one object per scheme and line)")
+      ->check(CLI::IsMember({"table", "json"}));
+  return [o]() { return run_plan(*o); };
 }
 
 }  // namespace chimera::cli

@@ -1,0 +1,92 @@
+#include "chimera/plan/network.hpp"
+
+#include <fmt/format.h>
+
+#include <charconv>
+#include <cmath>
+
+#include "chimera/core/error.hpp"
+
+namespace chimera::plan {
+
+namespace {
+
+constexpr std::string_view kForm =
+    "expected ALPHA,BETA such as 5us,10GB/s (ALPHA in s|ms|us|ns; BETA a bandwidth in "
+    "GB/s|MB/s|KB/s|B/s or a time per byte in s/B|ms/B|us/B|ns/B)";
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
+  while (!s.empty() && s.back() == ' ') s.remove_suffix(1);
+  return s;
+}
+
+// Splits "12.5us" into 12.5 and "us"; the number must be finite and >= 0.
+std::pair<double, std::string_view> number_and_unit(std::string_view part, std::string_view what,
+                                                    std::string_view whole) {
+  double value = 0.0;
+  const auto [end, ec] = std::from_chars(part.data(), part.data() + part.size(), value);
+  CHIMERA_REQUIRE(ec == std::errc() && std::isfinite(value) && value >= 0,
+                  "--network '{}': {} '{}' does not start with a non-negative number; {}", whole,
+                  what, part, kForm);
+  return {value, trim(std::string_view(end, part.data() + part.size() - end))};
+}
+
+double time_unit_ms(std::string_view unit) {
+  if (unit == "s") return 1e3;
+  if (unit == "ms") return 1.0;
+  if (unit == "us") return 1e-3;
+  if (unit == "ns") return 1e-6;
+  return -1.0;
+}
+
+double bandwidth_unit_bytes_per_s(std::string_view unit) {
+  if (unit == "GB/s") return 1e9;
+  if (unit == "MB/s") return 1e6;
+  if (unit == "KB/s" || unit == "kB/s") return 1e3;
+  if (unit == "B/s") return 1.0;
+  return -1.0;
+}
+
+}  // namespace
+
+double Network::allreduce_ms(double bytes, int ranks) const {
+  if (ranks <= 1) return 0.0;
+  const double r = ranks;
+  return 2.0 * std::log2(r) * alpha_ms + 2.0 * (r - 1.0) / r * beta_ms_per_byte * bytes;
+}
+
+Network parse_network(std::string_view text) {
+  const auto comma = text.find(',');
+  CHIMERA_REQUIRE(comma != std::string_view::npos, "--network '{}': {}", text, kForm);
+  Network net;
+
+  const auto [alpha, alpha_unit] = number_and_unit(trim(text.substr(0, comma)), "ALPHA", text);
+  const double alpha_scale = time_unit_ms(alpha_unit);
+  CHIMERA_REQUIRE(alpha_scale > 0, "--network '{}': ALPHA unit '{}' is not s, ms, us or ns", text,
+                  alpha_unit);
+  net.alpha_ms = alpha * alpha_scale;
+
+  const auto [beta, beta_unit] = number_and_unit(trim(text.substr(comma + 1)), "BETA", text);
+  if (const double per_s = bandwidth_unit_bytes_per_s(beta_unit); per_s > 0) {
+    CHIMERA_REQUIRE(beta > 0, "--network '{}': a bandwidth of 0 never delivers a byte", text);
+    net.beta_ms_per_byte = 1e3 / (beta * per_s);
+  } else {
+    CHIMERA_REQUIRE(beta_unit.size() > 2 && beta_unit.ends_with("/B") &&
+                        time_unit_ms(beta_unit.substr(0, beta_unit.size() - 2)) > 0,
+                    "--network '{}': BETA unit '{}' is neither a bandwidth nor a time per byte; {}",
+                    text, beta_unit, kForm);
+    net.beta_ms_per_byte = beta * time_unit_ms(beta_unit.substr(0, beta_unit.size() - 2));
+  }
+  return net;
+}
+
+std::string describe(const Network& n) {
+  const std::string bandwidth = n.beta_ms_per_byte > 0
+                                    ? fmt::format(" ({:.3g} GB/s)", 1e-6 / n.beta_ms_per_byte)
+                                    : std::string(" (infinite bandwidth)");
+  return fmt::format("alpha {:.3g} us, beta {:.3g} ns/B{}", n.alpha_ms * 1e3,
+                     n.beta_ms_per_byte * 1e6, bandwidth);
+}
+
+}  // namespace chimera::plan

@@ -1,0 +1,125 @@
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "chimera/core/error.hpp"
+#include "chimera/plan/planner.hpp"
+
+namespace chimera::plan {
+namespace {
+
+Predictor predictor(double f, double b, double memory = 1e12) {
+  ModelConfig m;
+  m.n_layer = 8;
+  m.n_embd = 64;
+  m.n_head = 4;
+  m.n_ctx = 64;
+  m.vocab_size = 1000;
+  Machine machine;
+  machine.memory_bytes = memory;
+  machine.compute.emulated = {f, b};
+  return Predictor(ModelShape(m, 32), machine);
+}
+
+TEST(Planner, EveryRankedLayoutIsValidAndSortedFastestFirst) {
+  Predictor predict = predictor(1, 2);
+  PlanRequest request;
+  request.nodes = 8;
+  request.global_batch = 32;
+  request.max_micro_batch_size = 4;
+  const PlanResult r = plan(request, predict);
+  ASSERT_FALSE(r.ranked.empty());
+  EXPECT_EQ(r.layouts, r.invalid + r.over_memory + static_cast<int>(r.ranked.size()));
+  EXPECT_GT(r.invalid, 0);  // e.g. chimera doubling with N < 2D
+  for (std::size_t i = 0; i < r.ranked.size(); ++i) {
+    const Prediction& p = r.ranked[i];
+    EXPECT_EQ(p.layout.nodes(), 8);
+    EXPECT_EQ(p.layout.global_batch(), 32);
+    EXPECT_LE(p.layout.B, 4);
+    EXPECT_TRUE(p.fits);
+    if (i > 0) {
+      EXPECT_LE(r.ranked[i - 1].iteration_ms, p.iteration_ms);
+    }
+  }
+  // Recomputation only adds work when memory is plentiful.
+  EXPECT_FALSE(r.ranked.front().layout.recompute);
+}
+
+TEST(Planner, ExplainNamesTheWinnerAndWhereItGains) {
+  Predictor predict = predictor(1, 1);
+  PlanRequest request;
+  request.nodes = 4;
+  request.global_batch = 4;
+  request.max_micro_batch_size = 1;
+  request.schemes = {parse_scheme_choice("chimera"), parse_scheme_choice("1f1b")};
+  const PlanResult r = plan(request, predict);
+  const std::vector<Prediction> best = best_per_scheme(r);
+  ASSERT_EQ(best.size(), 2U);
+  // With a free network, pure data parallelism (D = 1, W = 4, one micro-batch each) does one F
+  // and one B; Chimera's best is W=2 D=2 N=2 (no bubble: D - 2 = 0 idle slots), twice the work.
+  EXPECT_EQ(best[0].layout.scheme, "1f1b");
+  EXPECT_EQ(best[0].layout.D, 1);
+  EXPECT_DOUBLE_EQ(best[0].iteration_ms, 2.0);
+  EXPECT_EQ(best[1].layout.D, 2);
+  EXPECT_DOUBLE_EQ(best[1].iteration_ms, 4.0);
+  EXPECT_DOUBLE_EQ(best[1].bubble_ms, 0.0);
+  const std::string why = explain(r);
+  EXPECT_NE(why.find("Why 1f1b W=4 D=1 B=1 N=1 wins (2.0 ms"), std::string::npos) << why;
+  EXPECT_NE(why.find("2.00x faster than chimera at its best: mostly work (2.0 vs 4.0 ms)"),
+            std::string::npos)
+      << why;
+}
+
+TEST(Planner, MemoryLimitPrunesAndPrefersRecomputation) {
+  Predictor roomy = predictor(1, 2);
+  PlanRequest request;
+  request.nodes = 4;
+  request.global_batch = 16;
+  request.max_micro_batch_size = 4;
+  request.schemes = {parse_scheme_choice("gpipe")};
+  const PlanResult all = plan(request, roomy);
+  // Just enough memory for the leanest layout: everything else is over memory.
+  double leanest = all.ranked.front().peak_memory_bytes;
+  for (const Prediction& p : all.ranked) leanest = std::min(leanest, p.peak_memory_bytes);
+  Predictor tight = predictor(1, 2, leanest);
+  const PlanResult r = plan(request, tight);
+  ASSERT_FALSE(r.ranked.empty());
+  EXPECT_GT(r.over_memory, 0);
+  for (const Prediction& p : r.ranked) {
+    EXPECT_LE(p.peak_memory_bytes, leanest);
+    EXPECT_TRUE(p.layout.recompute);
+  }
+  Predictor none = predictor(1, 2, leanest / 2);
+  EXPECT_TRUE(plan(request, none).ranked.empty());
+  EXPECT_EQ(explain(plan(request, none)), "No layout fits in memory.\n");
+}
+
+TEST(Planner, SchemeChoices) {
+  const SchemeChoice c = parse_scheme_choice("chimera:doubling:4");
+  EXPECT_EQ(c.scheme, "chimera");
+  EXPECT_EQ(c.variant, "doubling");
+  EXPECT_EQ(c.pipes, 4);
+  EXPECT_EQ(parse_scheme_choice("interleaved:3").virtual_stages, 3);
+  for (const char* bad :
+       {"chimaera", "gpipe:x", "interleaved:0", "chimera:direct:two", "chimera:a:2:3", ""}) {
+    EXPECT_THROW(parse_scheme_choice(bad), InputError) << bad;
+  }
+  EXPECT_EQ(default_scheme_choices().size(), 11U);
+}
+
+TEST(Planner, ImpossibleRequestsAreInputErrors) {
+  Predictor predict = predictor(1, 1);  // 8 blocks: D <= 8
+  PlanRequest request;
+  request.global_batch = 3;
+  request.nodes = 4;  // W = 1, D = 4 divides G = 3
+  EXPECT_NO_THROW(plan(request, predict));
+  request.nodes = 7;  // W = 1, D = 7
+  EXPECT_NO_THROW(plan(request, predict));
+  request.nodes = 64;  // every split has W >= 8, which does not divide G = 3
+  EXPECT_THROW(plan(request, predict), InputError);
+  request.nodes = 0;
+  EXPECT_THROW(plan(request, predict), InputError);
+}
+
+}  // namespace
+}  // namespace chimera::plan

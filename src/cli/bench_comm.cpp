@@ -1,12 +1,149 @@
-// `chimera bench p2p`: Measure point-to-point latency and bandwidth.
+// `chimera bench p2p` and `chimera bench allreduce`: the network figures the performance model
+// needs (alpha, beta for point-to-point; the allreduce the gradient sync runs), measured with the
+// same MPI the runtime uses. Run under mpiexec; every rank takes part.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <vector>
+
 #include "bench_commands.hpp"
-#include "chimera/core/error.hpp"
+#include "chimera/comm/mpi.hpp"
+#include "chimera/core/log.hpp"
+#include "chimera/core/timer.hpp"
 
 namespace chimera::cli {
 
+namespace {
+
+struct CommFlags {
+  std::size_t max_bytes = std::size_t{64} << 20;
+  int repeats = 20;
+};
+
+std::vector<std::size_t> sizes_up_to(std::size_t max_bytes) {
+  std::vector<std::size_t> out;
+  for (std::size_t b = 4; b <= max_bytes; b *= 4) out.push_back(b);
+  return out;
+}
+
+// Fit of t = alpha + beta * bytes minimising the *relative* error (weights 1/t^2), so that the
+// microsecond latencies of small messages count as much as the milliseconds of large ones.
+std::pair<double, double> fit_alpha_beta(const std::vector<std::size_t>& bytes,
+                                         const std::vector<double>& seconds) {
+  double sw = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+  for (std::size_t i = 0; i < bytes.size(); ++i) {
+    const double w = 1.0 / (seconds[i] * seconds[i]);
+    const double x = static_cast<double>(bytes[i]);
+    sw += w;
+    sx += w * x;
+    sy += w * seconds[i];
+    sxx += w * x * x;
+    sxy += w * x * seconds[i];
+  }
+  const double beta = (sw * sxy - sx * sy) / (sw * sxx - sx * sx);
+  return {std::max(0.0, (sy - beta * sx) / sw), std::max(0.0, beta)};
+}
+
+void require_repeats(const CommFlags& f) {
+  CHIMERA_REQUIRE(f.repeats >= 1, "--repeats {}: must be at least 1", f.repeats);
+  CHIMERA_REQUIRE(f.max_bytes >= 4, "--max-bytes {}: must be at least 4", f.max_bytes);
+}
+
+int run_p2p(const CommFlags& f) {
+  const comm::MpiSession mpi(nullptr, nullptr);
+  CHIMERA_REQUIRE(mpi.size() >= 2,
+                  "bench p2p needs 2 ranks: mpirun -np 2 chimera bench p2p (got {})", mpi.size());
+  require_repeats(f);
+  const auto sizes = sizes_up_to(f.max_bytes);
+  std::vector<char> buf(f.max_bytes);
+  std::vector<double> one_way;
+  log::info("p2p ping-pong between ranks 0 and 1 ({} repeats per size)", f.repeats);
+  log::info("{:>12} {:>12} {:>12}", "bytes", "one-way us", "GB/s");
+  for (const std::size_t b : sizes) {
+    const int n = static_cast<int>(b);
+    double best = 1e30;
+    for (int r = 0; r < f.repeats + 1; ++r) {
+      MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+      const double t0 = now_seconds();
+      if (mpi.rank() == 0) {
+        MPI_CHECK(MPI_Send(buf.data(), n, MPI_CHAR, 1, 0, MPI_COMM_WORLD));
+        MPI_CHECK(MPI_Recv(buf.data(), n, MPI_CHAR, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+      } else if (mpi.rank() == 1) {
+        MPI_CHECK(MPI_Recv(buf.data(), n, MPI_CHAR, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+        MPI_CHECK(MPI_Send(buf.data(), n, MPI_CHAR, 0, 0, MPI_COMM_WORLD));
+      }
+      if (r > 0) best = std::min(best, (now_seconds() - t0) / 2);  // r = 0 warms up
+    }
+    one_way.push_back(best);
+    log::info("{:>12} {:>12.2f} {:>12.3f}", b, best * 1e6, static_cast<double>(b) / best / 1e9);
+  }
+  const auto [alpha, beta] = fit_alpha_beta(sizes, one_way);
+  log::info(
+      "fit t = alpha + beta*bytes: alpha = {:.2f} us, beta = {:.4f} ns/B ({:.2f} GB/s); "
+      "for `chimera plan --network {:.3g},{:.3g}`",
+      alpha * 1e6, beta * 1e9, beta > 0 ? 1e-9 / beta : 0.0, alpha, beta);
+  return 0;
+}
+
+int run_allreduce(const CommFlags& f) {
+  const comm::MpiSession mpi(nullptr, nullptr);
+  require_repeats(f);
+  const int r = mpi.size();
+  const auto sizes = sizes_up_to(f.max_bytes);
+  std::vector<float> buf(f.max_bytes / sizeof(float) + 1, 1.0F);
+  log::info("allreduce (sum of float32) over {} ranks, best of {} repeats", r, f.repeats);
+  log::info("{:>12} {:>14} {:>16} {:>14}", "bytes", "blocking us", "non-blocking us", "bus GB/s");
+  for (const std::size_t b : sizes) {
+    const int n = static_cast<int>(std::max<std::size_t>(1, b / sizeof(float)));
+    double best_blocking = 1e30, best_nonblocking = 1e30;
+    for (int rep = 0; rep < f.repeats + 1; ++rep) {
+      MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+      double t0 = now_seconds();
+      MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, buf.data(), n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD));
+      const double blocking = now_seconds() - t0;
+      MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+      t0 = now_seconds();
+      MPI_Request req = MPI_REQUEST_NULL;
+      MPI_CHECK(
+          MPI_Iallreduce(MPI_IN_PLACE, buf.data(), n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &req));
+      comm::wait(req, comm::WaitPolicy{});
+      const double nonblocking = now_seconds() - t0;
+      if (rep > 0) {
+        best_blocking = std::min(best_blocking, blocking);
+        best_nonblocking = std::min(best_nonblocking, nonblocking);
+      }
+      std::fill(buf.begin(), buf.begin() + n, 1.0F);  // keep the values finite
+    }
+    // Bus bandwidth: the bytes each rank moves in a bandwidth-optimal allreduce, per second.
+    const double bus =
+        r > 1 ? 2.0 * (r - 1) / r * static_cast<double>(n) * sizeof(float) / best_blocking / 1e9
+              : 0.0;
+    log::info("{:>12} {:>14.1f} {:>16.1f} {:>14.3f}", static_cast<std::size_t>(n) * sizeof(float),
+              best_blocking * 1e6, best_nonblocking * 1e6, bus);
+  }
+  return 0;
+}
+
+}  // namespace
+
 BenchEntries add_bench_comm(CLI::App& bench) {
-  auto* sub = bench.add_subcommand("p2p", "Measure point-to-point latency and bandwidth");
-  return {{sub, []() -> int { throw Error("`chimera bench p2p` is not built yet"); }}};
+  auto flags = std::make_shared<CommFlags>();
+  auto* p2p = bench.add_subcommand(
+      "p2p",
+      "Point-to-point latency and bandwidth between ranks 0 and 1, with the alpha/beta fit the "
+      "planner takes. Example: mpirun -np 2 chimera bench p2p");
+  auto* allreduce = bench.add_subcommand(
+      "allreduce",
+      "Blocking and non-blocking allreduce time over all ranks by message size. Example: "
+      "mpirun -np 8 chimera bench allreduce");
+  for (auto* sub : {p2p, allreduce}) {
+    sub->add_option("--max-bytes", flags->max_bytes, "Largest message in bytes (sizes 4, 16, ...)");
+    sub->add_option("--repeats", flags->repeats, "Timed repeats per size (the best counts)");
+  }
+  return {{p2p, [flags] { return run_p2p(*flags); }},
+          {allreduce, [flags] { return run_allreduce(*flags); }}};
 }
 
 }  // namespace chimera::cli

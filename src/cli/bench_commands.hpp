@@ -9,8 +9,7 @@ namespace chimera::cli {
 
 using BenchEntries = std::vector<std::pair<CLI::App*, Run>>;
 
-BenchEntries add_bench_model(CLI::App& bench);     // bench model
-BenchEntries add_bench_comm(CLI::App& bench);      // bench p2p, bench allreduce
-BenchEntries add_bench_pipeline(CLI::App& bench);  // bench pipeline (emulation vs simulator)
+BenchEntries add_bench_model(CLI::App& bench);  // bench model
+BenchEntries add_bench_comm(CLI::App& bench);   // bench p2p, bench allreduce
 
 }  // namespace chimera::cli

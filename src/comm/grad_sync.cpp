@@ -26,14 +26,20 @@ void GradSync::start(int key) {
   s.started = true;
 }
 
-void GradSync::poll() {
+bool GradSync::poll() {
+  bool running = false;
   for (std::size_t k = 0; k < slots_.size(); ++k) {
     auto& s = slots_[k];
     if (s.request == MPI_REQUEST_NULL) continue;
     int done = 0;
     MPI_CHECK(MPI_Test(&s.request, &done, MPI_STATUS_IGNORE));
-    if (done != 0) timings_[k].done_s = now_seconds();
+    if (done != 0) {
+      timings_[k].done_s = now_seconds();
+    } else {
+      running = true;
+    }
   }
+  return running;
 }
 
 void GradSync::wait_all(const WaitPolicy& policy) {

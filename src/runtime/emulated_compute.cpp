@@ -41,12 +41,15 @@ EmulatedCompute::EmulatedCompute(EmulatedCosts costs, double op_scale, std::size
 void EmulatedCompute::wait_ms(double ms) const {
   const double deadline = now_seconds() + ms * 1e-3;
   while (true) {
-    progress();
+    const bool pending = progress();
     const double left = deadline - now_seconds();
     if (left <= 0.0) return;
-    // Short slices keep MPI progressing (eager allreduces, rendezvous sends) during the "op".
-    const double slice = std::min(left, 200e-6);
-    const timespec ts{0, static_cast<long>(slice * 1e9)};
+    // While sends or allreduces are outstanding, wake every 0.5 ms to progress them (as a real
+    // op would not, but a GPU run's host thread would); otherwise sleep the whole op, so that
+    // dozens of emulated ranks leave the cores to the ranks that are waiting for messages.
+    const double slice = pending ? std::min(left, 500e-6) : left;
+    const auto whole = static_cast<time_t>(slice);
+    const timespec ts{whole, static_cast<long>((slice - static_cast<double>(whole)) * 1e9)};
     nanosleep(&ts, nullptr);
   }
 }

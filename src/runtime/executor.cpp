@@ -113,8 +113,9 @@ struct Executor::Impl {
     CHIMERA_CHECK(fresh, "stage {} micro-batch {} produced twice", stage, mb);
   }
 
-  // Completes finished sends (recycling their buffers) and progresses the allreduces.
-  void poll() {
+  // Completes finished sends (recycling their buffers) and progresses the allreduces; returns
+  // whether any request is still outstanding.
+  bool poll() {
     for (std::size_t i = 0; i < sends.size();) {
       int done = 0;
       MPI_CHECK(MPI_Test(&sends[i].request, &done, MPI_STATUS_IGNORE));
@@ -126,7 +127,7 @@ struct Executor::Impl {
         ++i;
       }
     }
-    grad_sync.poll();
+    return grad_sync.poll() || !sends.empty() || !receives.empty();
   }
   static void poll_cb(void* self) { static_cast<Impl*>(self)->poll(); }
 
@@ -224,7 +225,7 @@ Executor::Executor(const schedule::Schedule& sched, const schedule::Program& pro
                    const comm::Topology& topo, const comm::Communicators& comms,
                    StageCompute& compute, comm::WaitPolicy wait_policy)
     : impl_(std::make_unique<Impl>(sched, program, topo, comms, compute, grad_sync_, wait_policy)) {
-  compute.set_progress([impl = impl_.get()] { impl->poll(); });
+  compute.set_progress([impl = impl_.get()] { return impl->poll(); });
 }
 
 Executor::~Executor() {

@@ -26,7 +26,7 @@ class GradSync {
   int add(std::string name, float* data, std::size_t count, MPI_Comm comm);
 
   void start(int key);                      // non-blocking in-place sum
-  void poll();                              // test every outstanding allreduce (cheap when none)
+  bool poll();  // tests every outstanding allreduce; true while any is still running
   void wait_all(const WaitPolicy& policy);  // wait for all started; every key must have started
 
   bool started(int key) const;

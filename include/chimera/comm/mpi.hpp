@@ -46,7 +46,7 @@ class MpiSession {
 // `max_sleep_us`, so that 64 ranks waiting on a 2-core machine do not burn the cores.
 struct WaitPolicy {
   double spin_us = 20.0;
-  double max_sleep_us = 200.0;
+  double max_sleep_us = 100.0;
 };
 
 // Waits for one request without monopolising a core. `poll` (may be empty) runs between tests:

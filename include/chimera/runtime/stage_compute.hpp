@@ -49,16 +49,15 @@ class StageCompute {
   virtual std::int64_t peak_activation_bytes() const = 0;
   virtual void reset_peak_activation_bytes() = 0;
 
-  // Called by implementations that wait (emulation) so that MPI keeps progressing meanwhile.
-  void set_progress(std::function<void()> progress) { progress_ = std::move(progress); }
+  // Called by implementations that wait (emulation) so that MPI keeps progressing meanwhile;
+  // returns whether requests are still outstanding (when none are, a wait need not poll).
+  void set_progress(std::function<bool()> progress) { progress_ = std::move(progress); }
 
  protected:
-  void progress() const {
-    if (progress_) progress_();
-  }
+  bool progress() const { return progress_ ? progress_() : false; }
 
  private:
-  std::function<void()> progress_;
+  std::function<bool()> progress_;
 };
 
 }  // namespace chimera::runtime

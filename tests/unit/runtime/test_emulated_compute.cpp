@@ -23,7 +23,10 @@ TEST(EmulatedCosts, ParsesTwoOrThreeFields) {
 TEST(EmulatedCompute, WaitsTheCostAndTracksActivations) {
   EmulatedCompute c(EmulatedCosts{4.0, 8.0, 2.0}, 0.5, 16, {{0, 10, 100}, {3, 20, 300}}, 50, true);
   int polls = 0;
-  c.set_progress([&] { ++polls; });
+  c.set_progress([&] {
+    ++polls;
+    return true;  // requests outstanding: the op must keep polling
+  });
   Stopwatch sw;
   c.forward(0, 0, nullptr, nullptr, nullptr, nullptr);  // halving: half of F = 2 ms
   c.forward(3, 1, nullptr, nullptr, nullptr, nullptr);

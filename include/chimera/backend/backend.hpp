@@ -175,7 +175,9 @@ class Backend {
   virtual std::string device_id() const { return {}; }
   // Device collectives: rank 0 of a group makes an id (opaque bytes), every member receives it
   // (over MPI) and joins the group of `size` ranks as `rank`; collective over the group. An empty
-  // id means this backend has none (gradients are summed through MPI).
+  // id, and has_device_groups() false, mean this backend has none (gradients are summed
+  // through MPI).
+  virtual bool has_device_groups() const { return false; }
   virtual std::string new_device_group_id() { return {}; }
   virtual std::unique_ptr<DeviceGroup> join_device_group(const std::string& id, int size, int rank);
   // The device's dense peak at this backend's precision; nullopt when unknown (the CPU).

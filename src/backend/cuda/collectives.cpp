@@ -93,6 +93,10 @@ class NcclGroup final : public DeviceGroup {
 
 }  // namespace
 
+bool CudaBackend::has_device_groups() const {
+  return true;
+}
+
 std::string CudaBackend::new_device_group_id() {
   ncclUniqueId id;
   NCCL_CHECK(ncclGetUniqueId(&id));
@@ -112,6 +116,10 @@ std::unique_ptr<DeviceGroup> CudaBackend::join_device_group(const std::string& i
 }
 
 #else  // built without NCCL: gradients are summed through MPI
+
+bool CudaBackend::has_device_groups() const {
+  return false;
+}
 
 std::string CudaBackend::new_device_group_id() {
   return {};

@@ -55,7 +55,10 @@ CudaBackend::CudaBackend(const BackendOptions& options) : precision_(options.pre
   CHIMERA_REQUIRE(found == cudaSuccess && count > 0,
                   "runtime.backend = 'cuda': no CUDA device is visible to this process ({}); "
                   "check the driver and CUDA_VISIBLE_DEVICES, or use runtime.backend = 'cpu'",
-                  found == cudaSuccess ? "0 devices" : cudaGetErrorString(found));
+                  found == cudaSuccess ? "0 devices"
+                  : found == cudaErrorInsufficientDriver
+                      ? "no NVIDIA driver (libcuda.so.1), or one older than this CUDA runtime"
+                      : cudaGetErrorString(found));
   const int local_rank =
       options.local_rank >= 0 ? options.local_rank : std::max(0, local_rank_from_environment());
   device_ = local_rank % count;

@@ -80,6 +80,7 @@ class CudaBackend final : public Backend {
   void* allocate_host(std::size_t bytes) override;
   void deallocate_host(void* ptr) noexcept override;
   std::string device_id() const override;
+  bool has_device_groups() const override;
   std::string new_device_group_id() override;
   std::unique_ptr<DeviceGroup> join_device_group(const std::string& id, int size,
                                                  int rank) override;

@@ -4,11 +4,20 @@
 
 #include "chimera/core/error.hpp"
 #include "cpu/cpu_backend.hpp"
-#ifdef CHIMERA_HAVE_CUDA
-#include "cuda/cuda_backend.hpp"
-#endif
 
 namespace chimera::backend {
+
+namespace cuda {
+// Defined in cuda/cuda_backend.cpp, which only the binaries that link chimera_backend_cuda contain
+// (the others never load cuBLAS and NCCL); null in every other binary.
+[[gnu::weak]] std::unique_ptr<Backend> make_cuda_backend(const BackendOptions& options);
+}  // namespace cuda
+
+namespace {
+bool cuda_linked() {
+  return &cuda::make_cuda_backend != nullptr;
+}
+}  // namespace
 
 std::unique_ptr<DeviceGroup> Backend::join_device_group(const std::string& /*id*/, int /*size*/,
                                                         int /*rank*/) {
@@ -17,11 +26,8 @@ std::unique_ptr<DeviceGroup> Backend::join_device_group(const std::string& /*id*
 }
 
 std::vector<std::string> available_backends() {
-#ifdef CHIMERA_HAVE_CUDA
-  return {"cpu", "cuda"};
-#else
+  if (cuda_linked()) return {"cpu", "cuda"};
   return {"cpu"};
-#endif
 }
 
 std::unique_ptr<Backend> make_backend(std::string_view name, const BackendOptions& options) {
@@ -32,9 +38,7 @@ std::unique_ptr<Backend> make_backend(std::string_view name, const BackendOption
                     options.precision);
     return std::make_unique<cpu::CpuBackend>();
   }
-#ifdef CHIMERA_HAVE_CUDA
-  if (name == "cuda") return std::make_unique<cuda::CudaBackend>(options);
-#endif
+  if (name == "cuda" && cuda_linked()) return cuda::make_cuda_backend(options);
   CHIMERA_REQUIRE(name != "cuda",
                   "runtime.backend = 'cuda': this build has no CUDA backend (built: {}); "
                   "configure with CUDA (cmake --preset cuda, see docs/cuda.md)",

@@ -191,4 +191,9 @@ std::optional<PeakFlops> CudaBackend::peak_flops() const {
   return device_peak(info_, precision_);
 }
 
+// make_backend's entry point (declared weak in backend.cpp).
+std::unique_ptr<Backend> make_cuda_backend(const BackendOptions& options) {
+  return std::make_unique<CudaBackend>(options);
+}
+
 }  // namespace chimera::backend::cuda

@@ -1,14 +1,50 @@
 #include "chimera/backend/backend.hpp"
 
+#include <fmt/ranges.h>
+
 #include "chimera/core/error.hpp"
 #include "cpu/cpu_backend.hpp"
 
 namespace chimera::backend {
 
-std::unique_ptr<Backend> make_backend(std::string_view name) {
-  if (name == "cpu") return std::make_unique<cpu::CpuBackend>();
-  throw InputError(
-      fmt::format("runtime.backend = '{}' is not available in this build (built: cpu)", name));
+namespace cuda {
+// Defined in cuda/cuda_backend.cpp, which only the binaries that link chimera_backend_cuda contain
+// (the others never load cuBLAS and NCCL); null in every other binary.
+[[gnu::weak]] std::unique_ptr<Backend> make_cuda_backend(const BackendOptions& options);
+}  // namespace cuda
+
+namespace {
+bool cuda_linked() {
+  return &cuda::make_cuda_backend != nullptr;
+}
+}  // namespace
+
+std::unique_ptr<DeviceGroup> Backend::join_device_group(const std::string& /*id*/, int /*size*/,
+                                                        int /*rank*/) {
+  throw Error(
+      fmt::format("{}backend '{}' has no device collectives", rank_prefix(), description()));
+}
+
+std::vector<std::string> available_backends() {
+  if (cuda_linked()) return {"cpu", "cuda"};
+  return {"cpu"};
+}
+
+std::unique_ptr<Backend> make_backend(std::string_view name, const BackendOptions& options) {
+  if (name == "cpu") {
+    CHIMERA_REQUIRE(options.precision == "fp32",
+                    "runtime.precision = '{}' needs runtime.backend = 'cuda': the CPU backend "
+                    "computes in fp32 only",
+                    options.precision);
+    return std::make_unique<cpu::CpuBackend>();
+  }
+  if (name == "cuda" && cuda_linked()) return cuda::make_cuda_backend(options);
+  CHIMERA_REQUIRE(name != "cuda",
+                  "runtime.backend = 'cuda': this build has no CUDA backend (built: {}); "
+                  "configure with CUDA (cmake --preset cuda, see docs/cuda.md)",
+                  fmt::join(available_backends(), ", "));
+  throw InputError(fmt::format("runtime.backend = '{}' is not available in this build (built: {})",
+                               name, fmt::join(available_backends(), ", ")));
 }
 
 }  // namespace chimera::backend

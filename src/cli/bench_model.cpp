@@ -31,6 +31,8 @@ struct BenchModelOptions {
   int stages = 1;
   int stage = 0;
   int sgemm_size = 2048;
+  std::string backend;    // overrides runtime.backend
+  std::string precision;  // overrides runtime.precision
 };
 
 // An n x n x n sgemm through the backend, timed once after every training step so that the
@@ -93,6 +95,8 @@ int run_bench_model(const BenchModelOptions& opt) {
     config = Config::from_file(opt.config_file);
   }
   for (const auto& s : opt.sets) config.set(s);
+  if (!opt.backend.empty()) config.runtime.backend = opt.backend;
+  if (!opt.precision.empty()) config.runtime.precision = opt.precision;
   CHIMERA_REQUIRE(opt.steps >= 1, "--steps {} must be at least 1", opt.steps);
   CHIMERA_REQUIRE(opt.warmup >= 0, "--warmup {} must not be negative", opt.warmup);
   CHIMERA_REQUIRE(opt.stage >= 0 && opt.stage < opt.stages,
@@ -103,7 +107,9 @@ int run_bench_model(const BenchModelOptions& opt) {
   const auto partition = model::make_partition(model_config, opt.stages, config.parallel.partition,
                                                config.data.seq_len);
   warn_if_spinning_on_a_busy_machine();
-  auto be = backend::make_backend(config.runtime.backend);
+  backend::BackendOptions backend_options;
+  backend_options.precision = config.runtime.precision;
+  auto be = backend::make_backend(config.runtime.backend, backend_options);
   const model::GPT2Worker::Options options{config.parallel.micro_batch_size, config.data.seq_len,
                                            config.parallel.recompute};
   model::GPT2Worker worker(*be, model_config, partition, {opt.stage}, options);
@@ -218,7 +224,13 @@ int run_bench_model(const BenchModelOptions& opt) {
             step_s * 1e3, forward_s / steps * 1e3, backward_s / steps * 1e3,
             optimizer_s / steps * 1e3);
   log::info("  tokens/s       {:9.1f}", N / step_s);
-  log::info("  model GFLOP/s  {:9.1f}  ({:.2f} GFLOP per step)", model_gflops, flops / 1e9);
+  log::info("  model GFLOP/s  {:9.1f}  ({:.2f} GFLOP per step; {:.2f} TFLOP/s)", model_gflops,
+            flops / 1e9, model_gflops / 1e3);
+  if (const auto peak = be->peak_flops()) {
+    // Model FLOPs utilisation: the model's GEMM FLOPs per second over the device's dense peak.
+    log::info("  MFU            {:9.1f} %  (peak {})", 100.0 * flops / step_s / peak->flops_per_s,
+              peak->source);
+  }
   if (sgemm) {
     const double sgemm_gflops = sgemm->flops() * steps / sgemm_s / 1e9;
     log::info(
@@ -252,6 +264,11 @@ BenchEntries add_bench_model(CLI::App& bench) {
       ->check(CLI::ExistingFile);
   sub->add_option("--set", opt->sets, "override a config key, e.g. --set model.n_layer=12")
       ->type_name("KEY=VALUE");
+  sub->add_option("--backend", opt->backend,
+                  "compute backend, cpu or cuda (runtime.backend; cuda prints MFU against the "
+                  "GPU's peak, docs/cuda.md)");
+  sub->add_option("--precision", opt->precision,
+                  "cuda GEMM arithmetic: fp32, tf32 or bf16 (runtime.precision)");
   sub->add_option("--steps", opt->steps, "timed training steps")->capture_default_str();
   sub->add_option("--warmup", opt->warmup, "untimed steps first")->capture_default_str();
   sub->add_option("--stages", opt->stages,

@@ -10,19 +10,37 @@ int GradSync::add(std::string name, float* data, std::size_t count, MPI_Comm com
   if (comm == MPI_COMM_NULL) return -1;
   CHIMERA_CHECK(count <= static_cast<std::size_t>(INT_MAX),
                 "gradient buffer '{}' has {} floats, more than one MPI call can sum", name, count);
-  slots_.push_back(Slot{data, count, comm, MPI_REQUEST_NULL, false});
+  Slot slot;
+  slot.data = data;
+  slot.count = count;
+  slot.comm = comm;
+  slots_.push_back(std::move(slot));
+  timings_.push_back(Timing{std::move(name), 0.0, 0.0});
+  return static_cast<int>(slots_.size()) - 1;
+}
+
+int GradSync::add(std::string name, std::unique_ptr<AsyncSum> sum) {
+  CHIMERA_CHECK(sum != nullptr, "gradient buffer '{}' registered without its sum", name);
+  Slot slot;
+  slot.async = std::move(sum);
+  slots_.push_back(std::move(slot));
   timings_.push_back(Timing{std::move(name), 0.0, 0.0});
   return static_cast<int>(slots_.size()) - 1;
 }
 
 void GradSync::start(int key) {
   auto& s = slots_.at(static_cast<std::size_t>(key));
-  CHIMERA_CHECK(s.request == MPI_REQUEST_NULL, "allreduce '{}' started twice in one iteration",
+  CHIMERA_CHECK(!s.started, "allreduce '{}' started twice in one iteration",
                 timings_[static_cast<std::size_t>(key)].name);
   timings_[static_cast<std::size_t>(key)] =
       Timing{timings_[static_cast<std::size_t>(key)].name, now_seconds(), 0.0};
-  MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, s.data, static_cast<int>(s.count), MPI_FLOAT, MPI_SUM,
-                           s.comm, &s.request));
+  if (s.async) {
+    s.async->start();
+  } else {
+    MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, s.data, static_cast<int>(s.count), MPI_FLOAT, MPI_SUM,
+                             s.comm, &s.request));
+  }
+  s.running = true;
   s.started = true;
 }
 
@@ -30,11 +48,16 @@ bool GradSync::poll() {
   bool running = false;
   for (std::size_t k = 0; k < slots_.size(); ++k) {
     auto& s = slots_[k];
-    if (s.request == MPI_REQUEST_NULL) continue;
+    if (!s.running) continue;
     int done = 0;
-    MPI_CHECK(MPI_Test(&s.request, &done, MPI_STATUS_IGNORE));
+    if (s.async) {
+      done = s.async->test() ? 1 : 0;
+    } else {
+      MPI_CHECK(MPI_Test(&s.request, &done, MPI_STATUS_IGNORE));
+    }
     if (done != 0) {
       timings_[k].done_s = now_seconds();
+      s.running = false;
     } else {
       running = true;
     }
@@ -47,10 +70,19 @@ void GradSync::wait_all(const WaitPolicy& policy) {
     auto& s = slots_[k];
     CHIMERA_CHECK(s.started, "gradient '{}' was never marked ready this iteration (schedule bug)",
                   timings_[k].name);
-    if (s.request != MPI_REQUEST_NULL) {
-      wait(
-          s.request, policy, [](void* self) { static_cast<GradSync*>(self)->poll(); }, this);
-      if (timings_[k].done_s == 0.0) timings_[k].done_s = now_seconds();
+    if (s.running) {
+      // poll() tests every running sum, so the others progress while this one is awaited.
+      struct Wait {
+        GradSync& sync;
+        const Slot& slot;
+      } w{*this, s};
+      wait_until(
+          [](void* self) {
+            auto& x = *static_cast<Wait*>(self);
+            x.sync.poll();
+            return !x.slot.running;
+          },
+          &w, policy);
     }
     s.started = false;
   }

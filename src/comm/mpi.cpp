@@ -46,21 +46,36 @@ void abort_job(const std::string& message, int status) {
   std::_Exit(status);  // MPI_Abort does not return; this is for MPI implementations that do
 }
 
-void wait(MPI_Request& request, const WaitPolicy& policy, void (*poll)(void*), void* poll_arg) {
-  int done = 0;
-  MPI_CHECK(MPI_Test(&request, &done, MPI_STATUS_IGNORE));
-  if (done != 0) return;
+void wait_until(bool (*done)(void*), void* arg, const WaitPolicy& policy) {
+  if (done(arg)) return;
   const double spin_until = now_seconds() + policy.spin_us * 1e-6;
   double sleep_us = 1.0;
-  while (true) {
-    if (poll != nullptr) poll(poll_arg);
-    MPI_CHECK(MPI_Test(&request, &done, MPI_STATUS_IGNORE));
-    if (done != 0) return;
+  while (!done(arg)) {
     if (now_seconds() < spin_until) continue;
     const timespec ts{0, static_cast<long>(sleep_us * 1e3)};
     nanosleep(&ts, nullptr);
     sleep_us = std::min(sleep_us * 2.0, policy.max_sleep_us);
   }
+}
+
+void wait(MPI_Request& request, const WaitPolicy& policy, void (*poll)(void*), void* poll_arg) {
+  struct Wait {
+    MPI_Request& request;
+    void (*poll)(void*);
+    void* poll_arg;
+    bool first = true;
+  } w{request, poll, poll_arg};
+  wait_until(
+      [](void* self) {
+        auto& x = *static_cast<Wait*>(self);
+        // The first test comes before any poll, as a request that is already done needs none.
+        if (!x.first && x.poll != nullptr) x.poll(x.poll_arg);
+        x.first = false;
+        int done = 0;
+        MPI_CHECK(MPI_Test(&x.request, &done, MPI_STATUS_IGNORE));
+        return done != 0;
+      },
+      &w, policy);
 }
 
 }  // namespace chimera::comm

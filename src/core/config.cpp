@@ -71,6 +71,10 @@ std::vector<Field> fields(Config& c) {
       {"log", "trace", &c.log.trace, "Chrome trace file (empty = none)"},
       {"runtime", "backend", &c.runtime.backend, "compute backend: cpu, cuda"},
       {"runtime", "precision", &c.runtime.precision, "cuda precision: fp32, bf16, tf32"},
+      {"runtime", "messages", &c.runtime.messages,
+       "cuda: activations cross ranks as auto, device (CUDA-aware MPI) or host (staged)"},
+      {"runtime", "allreduce", &c.runtime.allreduce,
+       "cuda: gradients are summed with auto, nccl or mpi"},
       {"runtime", "compute", &c.runtime.compute, "real, or emulate (timed waits of --cost)"},
       {"runtime", "cost", &c.runtime.cost, "emulate: F:B[:W] milliseconds per stage op"},
   };

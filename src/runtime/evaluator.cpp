@@ -11,9 +11,9 @@ namespace {
 constexpr int kEvalSlotBase = 1 << 24;
 }  // namespace
 
-Evaluator::Evaluator(const RunPlan& plan, model::GPT2Worker& worker,
+Evaluator::Evaluator(const RunPlan& plan, model::GPT2Worker& worker, MessageStaging& staging,
                      const comm::Communicators& comms, comm::WaitPolicy wait_policy)
-    : plan_(plan), worker_(worker), comms_(comms), wait_policy_(wait_policy) {
+    : plan_(plan), worker_(worker), staging_(staging), comms_(comms), wait_policy_(wait_policy) {
   const auto& place = plan.schedule.placement.front();
   const int me = plan.topology.worker;
   if (place.front() != me && place.back() != me) return;
@@ -39,7 +39,7 @@ double Evaluator::evaluate() {
     if (place[static_cast<std::size_t>(s)] == topo.worker) mine.push_back(s);
   }
   const auto floats = worker_.message_floats();
-  std::vector<float> in(floats), out(floats);
+  MessageBuffer in(staging_), out(staging_);
   double loss_sum = 0.0;
   int slot = kEvalSlotBase;
   for (int e = 0; e < plan_.config.train.eval_batches; ++e) {
@@ -67,9 +67,11 @@ double Evaluator::evaluate() {
                                   comms_.pipeline(), &r));
               comm::wait(r, wait_policy_);
             }
-            input.activation = in.data();
+            input.activation = staging_.incoming(in.data());
           }
-          const float loss = worker_.forward(s, slot, input, s == last ? nullptr : out.data());
+          float* const output = s == last ? nullptr : out.data();
+          const float loss = worker_.forward(s, slot, input, staging_.outgoing(output));
+          staging_.finish(output);
           worker_.release(s, slot);
           if (s == last) {
             loss_sum += loss;

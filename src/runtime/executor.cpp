@@ -33,8 +33,9 @@ struct Executor::Impl {
   int tied_ready = 0;
   int tag_ub = 0;
 
-  // Message buffers: every activation and activation gradient has the same size (B*T*C).
-  std::vector<std::unique_ptr<float[]>> storage;
+  // Message buffers (from compute.allocate_message): every activation and activation gradient
+  // has the same size (B*T*C).
+  std::vector<float*> storage;
   std::vector<float*> free_buffers;
   std::unordered_map<std::uint64_t, float*> mailbox;  // produced or received, not yet consumed
   struct PendingRecv {
@@ -59,12 +60,11 @@ struct Executor::Impl {
         program(p.workers.at(static_cast<std::size_t>(t.worker))) {
     stage_key.assign(static_cast<std::size_t>(sched.stages), -1);
     for (const auto& g : compute.grad_buffers()) {
-      if (g.stage >= 0) {
-        stage_key[static_cast<std::size_t>(g.stage)] =
-            grad_sync.add(g.name, g.data, g.count, comms.stage(g.stage));
-      } else {
-        tied_key = grad_sync.add(g.name, g.data, g.count, comms.tied());
-      }
+      const MPI_Comm comm = g.stage >= 0 ? comms.stage(g.stage) : comms.tied();
+      auto sum = compute.make_grad_sum(g, comm);
+      const int k = sum ? grad_sync.add(g.name, std::move(sum))
+                        : grad_sync.add(g.name, g.data, g.count, comm);
+      (g.stage >= 0 ? stage_key[static_cast<std::size_t>(g.stage)] : tied_key) = k;
     }
     tied_stages_held = (topo.holds(0) ? 1 : 0) + (sched.stages > 1 && topo.holds(sched.stages - 1));
     void* value = nullptr;
@@ -78,6 +78,12 @@ struct Executor::Impl {
                     tag_ub, sched.stages, sched.micro_batches, max_tag);
   }
 
+  ~Impl() {
+    for (float* b : storage) compute.deallocate_message(b);
+  }
+  Impl(const Impl&) = delete;
+  Impl& operator=(const Impl&) = delete;
+
   static std::uint64_t key(Payload payload, int stage, int mb) {
     return (static_cast<std::uint64_t>(stage) << 33) |
            (static_cast<std::uint64_t>(payload == Payload::Gradient) << 32) |
@@ -89,8 +95,8 @@ struct Executor::Impl {
 
   float* get_buffer() {
     if (free_buffers.empty()) {
-      storage.push_back(std::make_unique<float[]>(compute.message_floats()));
-      return storage.back().get();
+      storage.push_back(compute.allocate_message());
+      return storage.back();
     }
     float* b = free_buffers.back();
     free_buffers.pop_back();

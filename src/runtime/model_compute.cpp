@@ -10,8 +10,33 @@ float ModelCompute::forward(int stage, int mb, const float* in, const std::int32
   model::ForwardInput input;
   if (tokens != nullptr) input.tokens = {tokens, n};
   if (targets != nullptr) input.targets = {targets, n};
-  input.activation = in;
-  return worker_.forward(stage, mb, input, out);
+  input.activation = staging_.incoming(in);
+  const float loss = worker_.forward(stage, mb, input, staging_.outgoing(out));
+  staging_.finish(out);
+  return loss;
+}
+
+void ModelCompute::backward(int stage, int mb, const float* grad_out, float* grad_in,
+                            float loss_scale) {
+  worker_.backward(stage, mb, staging_.incoming(grad_out), staging_.outgoing(grad_in), loss_scale);
+  staging_.finish(grad_in);
+}
+
+void ModelCompute::backward_input(int stage, int mb, const float* grad_out, float* grad_in,
+                                  float loss_scale) {
+  worker_.backward_input(stage, mb, staging_.incoming(grad_out), staging_.outgoing(grad_in),
+                         loss_scale);
+  staging_.finish(grad_in);
+}
+
+void ModelCompute::backward_weight(int stage, int mb) {
+  worker_.backward_weight(stage, mb);
+  staging_.finish(nullptr);
+}
+
+void ModelCompute::finalize_tied_grads() {
+  worker_.finalize_tied_grads();
+  staging_.finish(nullptr);  // the tied sum starts next and may read the gradient from the host
 }
 
 std::vector<GradBuffer> ModelCompute::grad_buffers() {
@@ -25,6 +50,10 @@ std::vector<GradBuffer> ModelCompute::grad_buffers() {
     out.push_back(GradBuffer{"tied wte", -1, g.data, g.count});
   }
   return out;
+}
+
+std::unique_ptr<comm::AsyncSum> ModelCompute::make_grad_sum(const GradBuffer& g, MPI_Comm comm) {
+  return grad_sums_ != nullptr ? grad_sums_->make(g.data, g.count, g.stage, comm) : nullptr;
 }
 
 }  // namespace chimera::runtime

@@ -15,8 +15,9 @@ RunPlan RunPlan::make(const Config& config, int world_size, int rank) {
   p.emulate = config.runtime.compute == "emulate";
   CHIMERA_REQUIRE(!p.emulate || !config.runtime.cost.empty(),
                   "--compute emulate needs the op costs: --cost F:B (milliseconds), e.g. 10:20");
-  CHIMERA_REQUIRE(config.runtime.backend == "cpu",
-                  "runtime.backend = '{}': this build supports 'cpu'", config.runtime.backend);
+  // The backend itself (built or not, a GPU present or not) is checked when it is made.
+  CHIMERA_REQUIRE(config.runtime.backend == "cpu" || config.runtime.backend == "cuda",
+                  "runtime.backend = '{}': expected 'cpu' or 'cuda'", config.runtime.backend);
 
   schedule::ScheduleRequest req;
   req.scheme = par.scheme;

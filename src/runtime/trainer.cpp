@@ -23,6 +23,9 @@
 #include "chimera/runtime/emulated_compute.hpp"
 #include "chimera/runtime/evaluator.hpp"
 #include "chimera/runtime/executor.hpp"
+#include "chimera/runtime/gpu_paths.hpp"
+#include "chimera/runtime/grad_sums.hpp"
+#include "chimera/runtime/message_staging.hpp"
 #include "chimera/runtime/model_compute.hpp"
 #include "chimera/runtime/run_plan.hpp"
 #include "chimera/runtime/trace_collector.hpp"
@@ -137,6 +140,9 @@ struct Trainer::Impl {
   comm::WaitPolicy wait_policy;
   std::unique_ptr<backend::Backend> backend;
   std::unique_ptr<model::GPT2Worker> worker;
+  GpuPaths paths;  // direct messages, MPI_Iallreduce: a host-memory backend's paths
+  std::optional<MessageStaging> staging;
+  std::unique_ptr<GradSums> grad_sums;  // GPU backends only
   std::unique_ptr<StageCompute> compute;
   std::optional<TrainState> state;
   std::optional<BatchFeed> feed;
@@ -149,6 +155,7 @@ struct Trainer::Impl {
   optim::LrSchedule lr_schedule;
 
   Impl(const TrainRequest& req, MPI_Comm w);
+  void setup_backend();
   void setup_compute();
   void run();
 };
@@ -170,11 +177,32 @@ Trainer::Impl::Impl(const TrainRequest& req, MPI_Comm w) : request(req), world(w
                     "--compute emulate has no weights: drop --save-dir, --init and --eval-every");
   });
   comms = std::make_unique<comm::Communicators>(plan.topology, world);
+  if (!plan.emulate) setup_backend();
   comm::all_or_none(world, [&] { setup_compute(); });
   log::info("{}", header(plan, params));
   log::info("{}", plan.topology.describe());
   if (plan.emulate) {
     log::info("simulator: {:.2f} ms per iteration for these costs", predicted_ms(plan));
+  }
+}
+
+// The backend on every rank (agreed: a rank without a GPU fails them all), then, for a GPU
+// backend, the paths of messages and gradient sums from every rank's facts (docs/cuda.md).
+void Trainer::Impl::setup_backend() {
+  const Config& config = request.config;
+  backend::BackendOptions options;
+  options.precision = config.runtime.precision;
+  options.local_rank = node_local_rank(world);
+  comm::all_or_none(world,
+                    [&] { backend = backend::make_backend(config.runtime.backend, options); });
+  if (!backend->host_memory()) {
+    const GpuFacts facts = gather_gpu_facts(world, *backend, plan.schedule, plan.program);
+    comm::all_or_none(world, [&] {
+      paths = choose_gpu_paths(config.runtime.messages, config.runtime.allreduce, facts);
+    });
+    log::info("{}", backend->description());
+    log::info("{}", paths.reason);
+    grad_sums = std::make_unique<GradSums>(*backend, paths.sums, *comms, plan.topology);
   }
 }
 
@@ -189,14 +217,16 @@ void Trainer::Impl::setup_compute() {
   if (plan.emulate) {
     compute = make_emulated(plan);
   } else {
-    backend = backend::make_backend(config.runtime.backend);
     worker = std::make_unique<model::GPT2Worker>(
         *backend, plan.model, plan.partition, plan.topology.held,
         model::GPT2Worker::Options{plan.schedule_mb_size, plan.seq_len, config.parallel.recompute});
     worker->init_parameters(static_cast<std::uint64_t>(config.train.seed));
-    compute = std::make_unique<ModelCompute>(*worker);
+    staging.emplace(*backend, paths.messages, worker->message_floats());
+    compute = std::make_unique<ModelCompute>(*worker, *staging, grad_sums.get());
     state.emplace(plan, *backend, *worker, *comms);
-    if (config.train.eval_every > 0) evaluator.emplace(plan, *worker, *comms, wait_policy);
+    if (config.train.eval_every > 0) {
+      evaluator.emplace(plan, *worker, *staging, *comms, wait_policy);
+    }
   }
   feed.emplace(plan);
   if (!config.checkpoint.dir.empty()) {

@@ -12,8 +12,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace chimera::backend {
 
@@ -33,6 +35,35 @@ struct AdamWArgs {
   float bias_correction2_sqrt = 1;  // sqrt(1 - beta2^t)
   float eps = 1e-8F;                // added to sqrt(v_hat)
   float grad_scale = 1;             // multiplies every gradient first (global-norm clipping)
+};
+
+// How make_backend sets a backend up.
+struct BackendOptions {
+  // GEMM arithmetic (runtime.precision): "fp32" everywhere; the CUDA backend also takes "tf32"
+  // and "bf16" (tensor cores on fp32 storage; every other kernel stays fp32).
+  std::string precision = "fp32";
+  // CUDA: the rank's index among the ranks of its node; the device is local_rank % devices.
+  // -1: from the launcher's environment (docs/cuda.md), 0 when it says nothing.
+  int local_rank = -1;
+};
+
+// Dense peak arithmetic rate of the device at the backend's precision (for MFU figures).
+struct PeakFlops {
+  double flops_per_s = 0;
+  std::string source;  // where the figure comes from, for the reader of a benchmark
+};
+
+// A group of ranks whose device buffers the backend sums with the device's own collectives
+// (NCCL), on a stream of its own, while the backend's kernels go on.
+class DeviceGroup {
+ public:
+  virtual ~DeviceGroup() = default;
+  // Starts the in-place sum over the group of data[0..count), ordered after every call issued on
+  // the backend so far. Sums of every group of one backend run one after another in start order,
+  // so all ranks must start the sums they share in one consistent order. Returns a ticket.
+  virtual std::uint64_t start_sum(float* data, std::size_t count) = 0;
+  // True once the sum of `ticket` has completed (never blocks).
+  virtual bool finished(std::uint64_t ticket) = 0;
 };
 
 class Backend {
@@ -131,9 +162,33 @@ class Backend {
                             const AdamWArgs& args) = 0;
   // sum_i x[i]^2 accumulated in double.
   virtual double sum_of_squares(const float* x, Index n) = 0;
+
+  // --- placement, for the runtime (defaults describe a host-memory backend) ---------------
+  // True when backend memory is host memory that MPI can read and write directly.
+  virtual bool host_memory() const { return true; }
+  // Host memory for staging copies to and from backend memory (page-locked on a GPU, so that
+  // copies run at full speed).
+  virtual void* allocate_host(std::size_t bytes) { return allocate(bytes); }
+  virtual void deallocate_host(void* ptr) noexcept { deallocate(ptr); }
+  // Identifies the device this rank computes on within its node ("" for host memory): ranks of
+  // one node with equal ids share a device, which device collectives do not allow.
+  virtual std::string device_id() const { return {}; }
+  // Device collectives: rank 0 of a group makes an id (opaque bytes), every member receives it
+  // (over MPI) and joins the group of `size` ranks as `rank`; collective over the group. An empty
+  // id, and has_device_groups() false, mean this backend has none (gradients are summed
+  // through MPI).
+  virtual bool has_device_groups() const { return false; }
+  virtual std::string new_device_group_id() { return {}; }
+  virtual std::unique_ptr<DeviceGroup> join_device_group(const std::string& id, int size, int rank);
+  // The device's dense peak at this backend's precision; nullopt when unknown (the CPU).
+  virtual std::optional<PeakFlops> peak_flops() const { return std::nullopt; }
 };
 
-// "cpu" (always built). Anything else is an InputError naming the backends of this build.
-std::unique_ptr<Backend> make_backend(std::string_view name);
+// The backends of this build: "cpu", and "cuda" when it was built with CUDA.
+std::vector<std::string> available_backends();
+
+// A backend by name (runtime.backend). An unknown or unbuilt name, or a precision the backend
+// does not have, is an InputError that names the choices.
+std::unique_ptr<Backend> make_backend(std::string_view name, const BackendOptions& options = {});
 
 }  // namespace chimera::backend

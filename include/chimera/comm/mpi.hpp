@@ -53,5 +53,7 @@ struct WaitPolicy {
 // it is how outstanding sends and eager allreduces make progress during a wait.
 void wait(MPI_Request& request, const WaitPolicy& policy, void (*poll)(void*) = nullptr,
           void* poll_arg = nullptr);
+// The same wait for any condition: tests `done(arg)` until it is true.
+void wait_until(bool (*done)(void*), void* arg, const WaitPolicy& policy);
 
 }  // namespace chimera::comm

@@ -66,6 +66,8 @@ struct LogConfig {
 struct RuntimeConfig {
   std::string backend = "cpu";     // cpu | cuda
   std::string precision = "fp32";  // fp32 | bf16 | tf32 (cuda)
+  std::string messages = "auto";   // cuda: auto | device (CUDA-aware MPI) | host (staging)
+  std::string allreduce = "auto";  // cuda: auto | nccl | mpi
   std::string compute = "real";    // real | emulate
   std::string cost;                // emulate: "F:B[:W]" milliseconds per stage op
 };

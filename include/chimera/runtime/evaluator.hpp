@@ -9,6 +9,7 @@
 #include "chimera/comm/mpi.hpp"
 #include "chimera/data/dataset.hpp"
 #include "chimera/model/worker.hpp"
+#include "chimera/runtime/message_staging.hpp"
 #include "chimera/runtime/run_plan.hpp"
 
 namespace chimera::runtime {
@@ -16,8 +17,9 @@ namespace chimera::runtime {
 class Evaluator {
  public:
   // Opens the val split on the ranks that read data; InputError if it is missing or too short.
-  Evaluator(const RunPlan& plan, model::GPT2Worker& worker, const comm::Communicators& comms,
-            comm::WaitPolicy wait_policy);
+  // Messages live where `staging` puts them (host memory, or GPU memory for CUDA-aware MPI).
+  Evaluator(const RunPlan& plan, model::GPT2Worker& worker, MessageStaging& staging,
+            const comm::Communicators& comms, comm::WaitPolicy wait_policy);
 
   // Collective over the world: the mean validation loss (on every rank).
   double evaluate();
@@ -25,6 +27,7 @@ class Evaluator {
  private:
   const RunPlan& plan_;
   model::GPT2Worker& worker_;
+  MessageStaging& staging_;
   const comm::Communicators& comms_;
   comm::WaitPolicy wait_policy_;
   std::optional<data::TokenDataset> dataset_;

@@ -1,29 +1,35 @@
 #pragma once
-// StageCompute over real GPT-2 stages (model::GPT2Worker on a backend).
+// StageCompute over real GPT-2 stages (model::GPT2Worker on a backend). Messages come and go
+// through a MessageStaging (direct or host-staged); every op returns once the backend finished it,
+// so that its output can be sent and its time is the compute's.
 #include "chimera/model/worker.hpp"
+#include "chimera/runtime/grad_sums.hpp"
+#include "chimera/runtime/message_staging.hpp"
 #include "chimera/runtime/stage_compute.hpp"
 
 namespace chimera::runtime {
 
 class ModelCompute final : public StageCompute {
  public:
-  explicit ModelCompute(model::GPT2Worker& worker) : worker_(worker) {}
+  // `grad_sums` may be null: every gradient buffer is then summed by MPI_Iallreduce on its memory.
+  ModelCompute(model::GPT2Worker& worker, MessageStaging& staging, GradSums* grad_sums)
+      : worker_(worker), staging_(staging), grad_sums_(grad_sums) {}
 
   std::size_t message_floats() const override { return worker_.message_floats(); }
+  float* allocate_message() override { return staging_.allocate(); }
+  void deallocate_message(float* message) noexcept override { staging_.deallocate(message); }
+
   float forward(int stage, int mb, const float* in, const std::int32_t* tokens,
                 const std::int32_t* targets, float* out) override;
   void backward(int stage, int mb, const float* grad_out, float* grad_in,
-                float loss_scale) override {
-    worker_.backward(stage, mb, grad_out, grad_in, loss_scale);
-  }
+                float loss_scale) override;
   void backward_input(int stage, int mb, const float* grad_out, float* grad_in,
-                      float loss_scale) override {
-    worker_.backward_input(stage, mb, grad_out, grad_in, loss_scale);
-  }
-  void backward_weight(int stage, int mb) override { worker_.backward_weight(stage, mb); }
+                      float loss_scale) override;
+  void backward_weight(int stage, int mb) override;
   void zero_grad() override { worker_.zero_grad(); }
-  void finalize_tied_grads() override { worker_.finalize_tied_grads(); }
+  void finalize_tied_grads() override;
   std::vector<GradBuffer> grad_buffers() override;
+  std::unique_ptr<comm::AsyncSum> make_grad_sum(const GradBuffer& g, MPI_Comm comm) override;
   std::int64_t peak_activation_bytes() const override {
     return static_cast<std::int64_t>(worker_.peak_activation_bytes());
   }
@@ -31,6 +37,8 @@ class ModelCompute final : public StageCompute {
 
  private:
   model::GPT2Worker& worker_;
+  MessageStaging& staging_;
+  GradSums* grad_sums_;
 };
 
 }  // namespace chimera::runtime

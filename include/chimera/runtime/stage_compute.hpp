@@ -2,12 +2,18 @@
 // What the executor asks of the stages a worker holds: forward and backward of one model stage
 // for one micro-batch. Two implementations: real GPT-2 stages (model + backend) and emulated
 // stages (timed waits of the configured F/B costs, for timing schedules at scale on a laptop).
-// Pointers are host memory owned by the executor; an implementation copies what it keeps.
+// Message pointers are memory from allocate_message(), owned by the executor; an implementation
+// copies what it keeps.
+#include <mpi.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
+
+#include "chimera/comm/grad_sync.hpp"
 
 namespace chimera::runtime {
 
@@ -25,6 +31,10 @@ class StageCompute {
 
   // Floats in one activation or activation-gradient message (B*T*C).
   virtual std::size_t message_floats() const = 0;
+  // Memory for one message, which MPI sends from and receives into: host memory unless the
+  // implementation keeps messages elsewhere (GPU memory for CUDA-aware MPI).
+  virtual float* allocate_message() { return new float[message_floats()]; }
+  virtual void deallocate_message(float* message) noexcept { delete[] message; }
 
   // Stage 0 reads `tokens` [B*T] instead of `in`; the last stage reads `targets` [B*T], writes no
   // `out`, and returns the mean cross-entropy of its tokens (other stages return 0).
@@ -45,6 +55,12 @@ class StageCompute {
   virtual void finalize_tied_grads() {}
   // Gradient buffers of the held stages (one per stage) and of the tied embedding (if held).
   virtual std::vector<GradBuffer> grad_buffers() = 0;
+  // How `g` is summed over `comm` when MPI_Iallreduce on its memory will not do (GPU memory:
+  // NCCL, or MPI on a host copy); null for MPI_Iallreduce.
+  virtual std::unique_ptr<comm::AsyncSum> make_grad_sum(const GradBuffer& /*g*/,
+                                                        MPI_Comm /*comm*/) {
+    return nullptr;
+  }
 
   virtual std::int64_t peak_activation_bytes() const = 0;
   virtual void reset_peak_activation_bytes() = 0;

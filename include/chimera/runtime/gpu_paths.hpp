@@ -1,0 +1,61 @@
+#pragma once
+// The paths of a GPU run (docs/cuda.md): how activation messages cross ranks (MessagePath) and how
+// gradients are summed (GradSumPath), chosen from runtime.messages, runtime.allreduce and facts
+// gathered from every rank.
+//  - Mpi:           MPI_Iallreduce on the gradient buffers themselves (CUDA-aware MPI);
+//  - HostStagedMpi: MPI_Iallreduce on page-locked host copies of them;
+//  - Nccl:          NCCL groups on the backend's collective stream.
+#include <mpi.h>
+
+#include <string>
+#include <string_view>
+
+#include "chimera/backend/backend.hpp"
+#include "chimera/runtime/message_staging.hpp"
+#include "chimera/schedule/ir.hpp"
+#include "chimera/schedule/program.hpp"
+
+namespace chimera::runtime {
+
+enum class GradSumPath { Mpi, HostStagedMpi, Nccl };
+std::string_view to_string(GradSumPath path);
+
+// Whether MPI reads and writes GPU memory itself.
+enum class CudaAwareMpi { Yes, No, Unknown };
+
+// What decides the paths of a GPU run, gathered from every rank.
+struct GpuFacts {
+  CudaAwareMpi cuda_aware_mpi = CudaAwareMpi::Unknown;
+  bool device_groups = false;        // the backend has NCCL
+  bool devices_shared = false;       // two ranks of one node compute on one GPU (NCCL refuses)
+  bool sum_order_consistent = true;  // see sum_order_consistent()
+};
+
+struct GpuPaths {
+  MessagePath messages = MessagePath::Direct;
+  GradSumPath sums = GradSumPath::Mpi;
+  std::string reason;  // one line for the log: why these paths
+};
+
+// runtime.messages (auto | device | host) and runtime.allreduce (auto | nccl | mpi) against the
+// facts. InputError for a request the facts rule out, naming the fact.
+GpuPaths choose_gpu_paths(const std::string& messages, const std::string& allreduce,
+                          const GpuFacts& facts);
+
+// NCCL runs the sums of one rank one after another on one stream, so a rank blocks on a sum until
+// every member of its group has started it. That cannot deadlock when the order in which the
+// workers start their sums (program order of the GradReady instructions, the tied embedding after
+// the last of its stages) is consistent with one global order of the sums.
+bool sum_order_consistent(const schedule::Schedule& sched, const schedule::Program& program);
+
+// The node-local rank (MPI_Comm_split_type shared-memory); collective over `world`.
+int node_local_rank(MPI_Comm world);
+// What this MPI library says about CUDA-aware transfers (Open MPI's MPIX_Query_cuda_support, Cray
+// MPICH's MPICH_GPU_SUPPORT_ENABLED, MVAPICH2's MV2_USE_CUDA); Unknown when it says nothing.
+CudaAwareMpi query_cuda_aware_mpi();
+// Collective over `world`: every rank's facts combined (any rank lacking NCCL or sharing a device
+// counts for all).
+GpuFacts gather_gpu_facts(MPI_Comm world, backend::Backend& backend,
+                          const schedule::Schedule& sched, const schedule::Program& program);
+
+}  // namespace chimera::runtime

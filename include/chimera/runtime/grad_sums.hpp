@@ -1,0 +1,41 @@
+#pragma once
+// How a GPU backend's gradient buffers are summed across their ranks, once gpu_paths.hpp chose
+// the path: GradSync's own MPI_Iallreduce (Mpi), MPI on a page-locked host copy (HostStagedMpi),
+// or NCCL (Nccl: one group per stage communicator and the tied one, sums on the backend's
+// collective stream). Every path starts a sum the moment the executor marks the gradient ready.
+#include <mpi.h>
+
+#include <map>
+#include <memory>
+
+#include "chimera/backend/backend.hpp"
+#include "chimera/comm/communicators.hpp"
+#include "chimera/comm/grad_sync.hpp"
+#include "chimera/comm/topology.hpp"
+#include "chimera/runtime/gpu_paths.hpp"
+
+namespace chimera::runtime {
+
+class GradSums {
+ public:
+  // Collective over every stage communicator this rank belongs to and the tied one: for Nccl,
+  // makes one NCCL group per communicator, in increasing stage order with the tied one last (the
+  // same order on every rank, so the blocking setup cannot deadlock).
+  GradSums(backend::Backend& backend, GradSumPath path, const comm::Communicators& comms,
+           const comm::Topology& topo);
+  ~GradSums();
+  GradSums(const GradSums&) = delete;
+  GradSums& operator=(const GradSums&) = delete;
+
+  GradSumPath path() const { return path_; }
+  // The sum of data[0..count) over `comm` (model stage `stage`, or -1 for the tied embedding);
+  // null for Mpi (GradSync's own MPI_Iallreduce).
+  std::unique_ptr<comm::AsyncSum> make(float* data, std::size_t count, int stage, MPI_Comm comm);
+
+ private:
+  backend::Backend& backend_;
+  GradSumPath path_;
+  std::map<int, std::unique_ptr<backend::DeviceGroup>> groups_;  // by stage, -1 = tied
+};
+
+}  // namespace chimera::runtime

@@ -1,0 +1,194 @@
+#include "chimera/runtime/gpu_paths.hpp"
+
+#if __has_include(<mpi-ext.h>)
+#include <mpi-ext.h>  // Open MPI: MPIX_CUDA_AWARE_SUPPORT, MPIX_Query_cuda_support
+#endif
+
+#include <array>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <set>
+#include <vector>
+
+#include "chimera/comm/mpi.hpp"
+#include "chimera/core/error.hpp"
+
+namespace chimera::runtime {
+
+std::string_view to_string(GradSumPath path) {
+  switch (path) {
+    case GradSumPath::Mpi:
+      return "MPI_Iallreduce on GPU memory";
+    case GradSumPath::HostStagedMpi:
+      return "MPI_Iallreduce on host copies";
+    case GradSumPath::Nccl:
+      return "NCCL";
+  }
+  return "?";
+}
+
+namespace {
+
+std::string_view to_string(CudaAwareMpi a) {
+  return a == CudaAwareMpi::Yes  ? "CUDA-aware"
+         : a == CudaAwareMpi::No ? "not CUDA-aware"
+                                 : "unknown";
+}
+
+}  // namespace
+
+GpuPaths choose_gpu_paths(const std::string& messages, const std::string& allreduce,
+                          const GpuFacts& facts) {
+  CHIMERA_REQUIRE(messages == "auto" || messages == "device" || messages == "host",
+                  "runtime.messages = '{}': expected auto, device or host", messages);
+  CHIMERA_REQUIRE(allreduce == "auto" || allreduce == "nccl" || allreduce == "mpi",
+                  "runtime.allreduce = '{}': expected auto, nccl or mpi", allreduce);
+  GpuPaths p;
+  if (messages == "device") {
+    CHIMERA_REQUIRE(facts.cuda_aware_mpi != CudaAwareMpi::No,
+                    "runtime.messages = 'device' needs CUDA-aware MPI, and this MPI library says "
+                    "it is not: use runtime.messages = 'host' (or 'auto')");
+    p.messages = MessagePath::Direct;
+  } else if (messages == "host") {
+    p.messages = MessagePath::HostStaged;
+  } else {
+    p.messages =
+        facts.cuda_aware_mpi == CudaAwareMpi::Yes ? MessagePath::Direct : MessagePath::HostStaged;
+  }
+  const GradSumPath mpi_path =
+      p.messages == MessagePath::Direct ? GradSumPath::Mpi : GradSumPath::HostStagedMpi;
+  std::string no_nccl;  // why NCCL cannot be used ("" if it can)
+  if (!facts.device_groups) {
+    no_nccl = "this build (or a rank's backend) has no NCCL";
+  } else if (facts.devices_shared) {
+    no_nccl = "two ranks of one node compute on one GPU, which NCCL refuses";
+  } else if (!facts.sum_order_consistent) {
+    no_nccl =
+        "the schedule's ranks start their gradient sums in orders that could deadlock one "
+        "NCCL stream";
+  }
+  if (allreduce == "nccl") {
+    CHIMERA_REQUIRE(no_nccl.empty(), "runtime.allreduce = 'nccl': {}; use 'mpi' or 'auto'",
+                    no_nccl);
+    p.sums = GradSumPath::Nccl;
+  } else if (allreduce == "mpi") {
+    p.sums = mpi_path;
+  } else {
+    p.sums = no_nccl.empty() ? GradSumPath::Nccl : mpi_path;
+  }
+  p.reason = fmt::format(
+      "activations: {} (runtime.messages = {}, MPI {}); gradient sums: {} (runtime.allreduce = "
+      "{}{})",
+      to_string(p.messages), messages, to_string(facts.cuda_aware_mpi), to_string(p.sums),
+      allreduce, no_nccl.empty() ? "" : fmt::format("; no NCCL: {}", no_nccl));
+  return p;
+}
+
+bool sum_order_consistent(const schedule::Schedule& sched, const schedule::Program& program) {
+  // Nodes: the stages, and the tied embedding as node `stages`. Each worker's start order adds an
+  // edge from every sum to the next; the orders agree with one global order iff there is no cycle.
+  const int tied = sched.stages;
+  std::vector<std::set<int>> next(static_cast<std::size_t>(sched.stages) + 1);
+  for (std::size_t w = 0; w < program.workers.size(); ++w) {
+    std::set<int> held;
+    for (const auto& pipe : sched.placement) {
+      for (int s = 0; s < sched.stages; ++s) {
+        if (pipe[static_cast<std::size_t>(s)] == static_cast<int>(w)) held.insert(s);
+      }
+    }
+    const int tied_held = (held.count(0) > 0 ? 1 : 0) +
+                          (sched.stages > 1 && held.count(sched.stages - 1) > 0 ? 1 : 0);
+    int tied_ready = 0, previous = -1;
+    auto start = [&](int sum) {
+      if (previous >= 0) next[static_cast<std::size_t>(previous)].insert(sum);
+      previous = sum;
+    };
+    for (const auto& instr : program.workers[w]) {
+      if (instr.kind != schedule::InstrKind::GradReady) continue;
+      start(instr.stage);
+      if ((instr.stage == 0 || instr.stage == sched.stages - 1) && ++tied_ready == tied_held) {
+        start(tied);
+      }
+    }
+  }
+  // Depth-first search for a back edge.
+  std::vector<int> state(next.size(), 0);  // 0 unvisited, 1 on the path, 2 done
+  std::function<bool(int)> acyclic = [&](int u) {
+    state[static_cast<std::size_t>(u)] = 1;
+    for (const int v : next[static_cast<std::size_t>(u)]) {
+      if (state[static_cast<std::size_t>(v)] == 1) return false;
+      if (state[static_cast<std::size_t>(v)] == 0 && !acyclic(v)) return false;
+    }
+    state[static_cast<std::size_t>(u)] = 2;
+    return true;
+  };
+  for (std::size_t u = 0; u < next.size(); ++u) {
+    if (state[u] == 0 && !acyclic(static_cast<int>(u))) return false;
+  }
+  return true;
+}
+
+int node_local_rank(MPI_Comm world) {
+  MPI_Comm node = MPI_COMM_NULL;
+  MPI_CHECK(MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
+  int rank = 0;
+  MPI_CHECK(MPI_Comm_rank(node, &rank));
+  MPI_CHECK(MPI_Comm_free(&node));
+  return rank;
+}
+
+CudaAwareMpi query_cuda_aware_mpi() {
+#if defined(MPIX_CUDA_AWARE_SUPPORT) && MPIX_CUDA_AWARE_SUPPORT
+  // Built with CUDA support; the run-time answer says whether it is enabled.
+  return MPIX_Query_cuda_support() == 1 ? CudaAwareMpi::Yes : CudaAwareMpi::No;
+#elif defined(MPIX_CUDA_AWARE_SUPPORT)
+  return CudaAwareMpi::No;  // Open MPI built without CUDA support
+#else
+  auto set_to_1 = [](const char* name) {
+    const char* v = std::getenv(name);
+    return v != nullptr && std::strcmp(v, "1") == 0;
+  };
+  if (set_to_1("MPICH_GPU_SUPPORT_ENABLED") || set_to_1("MV2_USE_CUDA")) return CudaAwareMpi::Yes;
+  return CudaAwareMpi::Unknown;
+#endif
+}
+
+GpuFacts gather_gpu_facts(MPI_Comm world, backend::Backend& backend,
+                          const schedule::Schedule& sched, const schedule::Program& program) {
+  GpuFacts f;
+  // Each fact as an int that MPI_MIN combines: any rank lacking something counts for all.
+  const CudaAwareMpi mine = query_cuda_aware_mpi();
+  std::array<int, 3> local{mine == CudaAwareMpi::No        ? 0
+                           : mine == CudaAwareMpi::Unknown ? 1
+                                                           : 2,
+                           backend.has_device_groups() ? 1 : 0, 1};
+  // Device ids of the node's ranks: an id seen twice means a shared GPU.
+  MPI_Comm node = MPI_COMM_NULL;
+  MPI_CHECK(MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
+  int node_size = 0;
+  MPI_CHECK(MPI_Comm_size(node, &node_size));
+  constexpr int kIdChars = 64;
+  std::array<char, kIdChars> id{};
+  const std::string device = backend.device_id();
+  std::memcpy(id.data(), device.data(), std::min<std::size_t>(device.size(), kIdChars - 1));
+  std::vector<char> ids(static_cast<std::size_t>(node_size) * kIdChars);
+  MPI_CHECK(MPI_Allgather(id.data(), kIdChars, MPI_CHAR, ids.data(), kIdChars, MPI_CHAR, node));
+  MPI_CHECK(MPI_Comm_free(&node));
+  std::set<std::string> seen;
+  for (int r = 0; r < node_size; ++r) {
+    if (!seen.insert(std::string(&ids[static_cast<std::size_t>(r) * kIdChars])).second) {
+      local[2] = 0;
+    }
+  }
+  MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, local.data(), 3, MPI_INT, MPI_MIN, world));
+  f.cuda_aware_mpi = local[0] == 0   ? CudaAwareMpi::No
+                     : local[0] == 1 ? CudaAwareMpi::Unknown
+                                     : CudaAwareMpi::Yes;
+  f.device_groups = local[1] == 1;
+  f.devices_shared = local[2] == 0;
+  f.sum_order_consistent = sum_order_consistent(sched, program);  // the same on every rank
+  return f;
+}
+
+}  // namespace chimera::runtime

@@ -1,6 +1,8 @@
 // `chimera`: one binary, one subcommand per job (shared/DESIGN.md §6).
+#include <chrono>
 #include <exception>
 #include <map>
+#include <thread>
 
 #include "chimera/core/error.hpp"
 #include "chimera/core/log.hpp"
@@ -36,8 +38,16 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    // Bad flags are bad input: one line (from rank 0 when launched on many ranks), status 2.
-    chimera::log::error_once("{} (see `chimera --help`)", e.what());
+    // Bad flags are bad input: one line, status 2. Launched on many ranks, rank 0 says it; the
+    // others wait, because a launcher that sees one rank fail kills the rest, and it must not
+    // kill rank 0 before its line is out. A rank still alive after the wait (its flags alone
+    // were bad, or the launcher lets ranks finish) says it too, so the error is never silent.
+    if (!chimera::log::is_root()) {
+      std::this_thread::sleep_for(std::chrono::seconds(3));
+      chimera::log::error("{} (see `chimera --help`)", e.what());
+    } else {
+      chimera::log::error_once("{} (see `chimera --help`)", e.what());
+    }
     return 2;
   }
 

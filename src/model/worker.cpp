@@ -25,6 +25,16 @@ std::byte* bytes_of(const backend::DeviceBuffer& buffer) {
   return static_cast<std::byte*>(buffer.data());
 }
 
+// Which gradient buffers a stage's backward takes: the last stage starts from its loss (no
+// grad_output), stage 0 ends at the embedding (no grad_input).
+void check_backward_io(const StageShape& shape, int stage, const float* grad_output,
+                       const float* grad_input) {
+  CHIMERA_CHECK(shape.last == (grad_output == nullptr),
+                "stage {}: the last stage takes no grad_output, the others need one", stage);
+  CHIMERA_CHECK(!shape.first || grad_input == nullptr, "stage 0 writes no grad_input");
+  CHIMERA_CHECK(shape.first || grad_input != nullptr, "stage {} needs a grad_input", stage);
+}
+
 }  // namespace
 
 GPT2Worker::GPT2Worker(backend::Backend& backend, const GPT2Config& config,
@@ -278,10 +288,7 @@ void GPT2Worker::backward(int stage, int mb, const float* grad_output, float* gr
   HeldStage& h = held(stage);
   Slot& s = slot(stage, mb);
   CHIMERA_CHECK(!s.input_done, "stage {} micro-batch {}: backward after backward_input", stage, mb);
-  CHIMERA_CHECK(h.shape.last == (grad_output == nullptr),
-                "stage {}: the last stage takes no grad_output, the others need one", stage);
-  CHIMERA_CHECK(!h.shape.first || grad_input == nullptr, "stage 0 writes no grad_input");
-  CHIMERA_CHECK(h.shape.first || grad_input != nullptr, "stage {} needs a grad_input", stage);
+  check_backward_io(h.shape, stage, grad_output, grad_input);
   ensure_full_activations(h, s);
   ensure_workspace();
   std::byte* acts = bytes_of(s.acts);
@@ -323,10 +330,7 @@ void GPT2Worker::backward_input(int stage, int mb, const float* grad_output, flo
   HeldStage& h = held(stage);
   Slot& s = slot(stage, mb);
   CHIMERA_CHECK(!s.input_done, "stage {} micro-batch {}: backward_input twice", stage, mb);
-  CHIMERA_CHECK(h.shape.last == (grad_output == nullptr),
-                "stage {}: the last stage takes no grad_output, the others need one", stage);
-  CHIMERA_CHECK(!h.shape.first || grad_input == nullptr, "stage 0 writes no grad_input");
-  CHIMERA_CHECK(h.shape.first || grad_input != nullptr, "stage {} needs a grad_input", stage);
+  check_backward_io(h.shape, stage, grad_output, grad_input);
   ensure_full_activations(h, s);
   ensure_workspace();
   s.saved = pool_->acquire(h.saved.bytes());

@@ -80,7 +80,7 @@ void GradSync::wait_all(const WaitPolicy& policy) {
           [](void* self) {
             auto& x = *static_cast<Wait*>(self);
             x.sync.poll();
-            return !x.slot.running;
+            return x.slot.running ? WaitState::Busy : WaitState::Done;
           },
           &w, policy);
     }

@@ -4,8 +4,10 @@
 #include <time.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 
+#include "chimera/comm/doorbell.hpp"
 #include "chimera/core/log.hpp"
 #include "chimera/core/timer.hpp"
 
@@ -46,36 +48,56 @@ void abort_job(const std::string& message, int status) {
   std::_Exit(status);  // MPI_Abort does not return; this is for MPI implementations that do
 }
 
-void wait_until(bool (*done)(void*), void* arg, const WaitPolicy& policy) {
-  if (done(arg)) return;
-  const double spin_until = now_seconds() + policy.spin_us * 1e-6;
+void wait_until(WaitState (*test)(void*), void* arg, const WaitPolicy& policy,
+                const Doorbells* bell) {
+  double spin_until = -1.0;
   double sleep_us = 1.0;
-  while (!done(arg)) {
-    if (now_seconds() < spin_until) continue;
-    const timespec ts{0, static_cast<long>(sleep_us * 1e3)};
-    nanosleep(&ts, nullptr);
+  while (true) {
+    // Read before the test: a ring after it changes the counter, and the sleep returns at once.
+    const std::uint32_t seen = bell != nullptr ? bell->seen() : 0;
+    const WaitState state = test(arg);
+    if (state == WaitState::Done) return;
+    const double now = now_seconds();
+    if (spin_until < 0.0) spin_until = now + policy.spin_us * 1e-6;
+    if (now < spin_until) continue;
+    if (bell == nullptr) {
+      const timespec ts{0, static_cast<long>(sleep_us * 1e3)};
+      nanosleep(&ts, nullptr);
+    } else {
+      bell->sleep(seen, state == WaitState::Idle ? policy.max_bell_sleep_us : sleep_us);
+      // A ring says that something arrived; it may take a few tests to complete (a message
+      // queued behind another), so test without sleeping for a moment again.
+      if (bell->seen() != seen) {
+        spin_until = -1.0;
+        sleep_us = 1.0;
+        continue;
+      }
+    }
     sleep_us = std::min(sleep_us * 2.0, policy.max_sleep_us);
   }
 }
 
-void wait(MPI_Request& request, const WaitPolicy& policy, void (*poll)(void*), void* poll_arg) {
+void wait(MPI_Request& request, const WaitPolicy& policy, bool (*poll)(void*), void* poll_arg,
+          const Doorbells* bell) {
   struct Wait {
     MPI_Request& request;
-    void (*poll)(void*);
+    bool (*poll)(void*);
     void* poll_arg;
     bool first = true;
+    bool busy = false;
   } w{request, poll, poll_arg};
   wait_until(
       [](void* self) {
         auto& x = *static_cast<Wait*>(self);
         // The first test comes before any poll, as a request that is already done needs none.
-        if (!x.first && x.poll != nullptr) x.poll(x.poll_arg);
+        if (!x.first && x.poll != nullptr) x.busy = x.poll(x.poll_arg);
         x.first = false;
         int done = 0;
         MPI_CHECK(MPI_Test(&x.request, &done, MPI_STATUS_IGNORE));
-        return done != 0;
+        if (done != 0) return WaitState::Done;
+        return x.busy ? WaitState::Busy : WaitState::Idle;
       },
-      &w, policy);
+      &w, policy, bell);
 }
 
 }  // namespace chimera::comm

@@ -77,6 +77,8 @@ std::vector<Field> fields(Config& c) {
        "cuda: gradients are summed with auto, nccl or mpi"},
       {"runtime", "compute", &c.runtime.compute, "real, or emulate (timed waits of --cost)"},
       {"runtime", "cost", &c.runtime.cost, "emulate: F:B[:W] milliseconds per stage op"},
+      {"runtime", "wait", &c.runtime.wait,
+       "doorbell (a waiting rank sleeps until a peer on its node rings) or poll"},
   };
 }
 

@@ -38,19 +38,27 @@ EmulatedCompute::EmulatedCompute(EmulatedCosts costs, double op_scale, std::size
   if (holds_tied) grads_[-1].assign(tied_floats, 0.0F);
 }
 
-void EmulatedCompute::wait_ms(double ms) const {
+void EmulatedCompute::wait_ms(double ms) {
   const double deadline = now_seconds() + ms * 1e-3;
   while (true) {
     const bool pending = progress();
     const double left = deadline - now_seconds();
-    if (left <= 0.0) return;
-    // While sends or allreduces are outstanding, wake every 0.5 ms to progress them (as a real
-    // op would not, but a GPU run's host thread would); otherwise sleep the whole op, so that
-    // dozens of emulated ranks leave the cores to the ranks that are waiting for messages.
-    const double slice = pending ? std::min(left, 500e-6) : left;
+    // While an allreduce runs, wake every 0.5 ms to progress it (as a real op would not, but a
+    // GPU run's host thread would); otherwise sleep the whole op, so that dozens of emulated
+    // ranks leave the cores to the ranks that have work.
+    const bool last = !pending || left <= 500e-6;
+    const double slice = last ? left - lateness_s_ : 500e-6;
+    if (slice <= 0.0) return;
     const auto whole = static_cast<time_t>(slice);
     const timespec ts{whole, static_cast<long>((slice - static_cast<double>(whole)) * 1e9)};
+    const double wake = now_seconds() + slice;
     nanosleep(&ts, nullptr);
+    if (last) {
+      // A running mean over the last ~20 ops; a late wake of a descheduled rank counts too, as
+      // the op did last that long.
+      lateness_s_ += 0.05 * ((now_seconds() - wake) - lateness_s_);
+      return;
+    }
   }
 }
 

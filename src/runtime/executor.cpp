@@ -4,7 +4,9 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <optional>
 
+#include "chimera/comm/doorbell.hpp"
 #include "chimera/comm/mpi.hpp"
 #include "chimera/core/error.hpp"
 #include "chimera/core/timer.hpp"
@@ -26,6 +28,9 @@ struct Executor::Impl {
   comm::GradSync& grad_sync;
   comm::WaitPolicy wait_policy;
   const std::vector<Instr>& program;
+  // Senders ring their receivers, and receivers their senders once a message is in, so that a
+  // waiting worker sleeps until then instead of polling (comm/doorbell.hpp).
+  std::optional<comm::Doorbells> bells;
 
   std::vector<int> stage_key;  // model stage -> GradSync key (-1 if not held)
   int tied_key = -1;
@@ -46,6 +51,7 @@ struct Executor::Impl {
   struct PendingSend {
     float* buffer;
     MPI_Request request;
+    int dst;
   };
   std::vector<PendingSend> sends;
 
@@ -58,6 +64,7 @@ struct Executor::Impl {
         grad_sync(gs),
         wait_policy(wp),
         program(p.workers.at(static_cast<std::size_t>(t.worker))) {
+    if (wp.doorbells) bells.emplace(c.pipeline());
     stage_key.assign(static_cast<std::size_t>(sched.stages), -1);
     for (const auto& g : compute.grad_buffers()) {
       const MPI_Comm comm = g.stage >= 0 ? comms.stage(g.stage) : comms.tied();
@@ -120,7 +127,8 @@ struct Executor::Impl {
   }
 
   // Completes finished sends (recycling their buffers) and progresses the allreduces; returns
-  // whether any request is still outstanding.
+  // whether an allreduce still runs. Messages need no progress from a worker that is computing:
+  // a receiver completes them when it waits (shared memory, or RDMA reads of large messages).
   bool poll() {
     for (std::size_t i = 0; i < sends.size();) {
       int done = 0;
@@ -133,9 +141,14 @@ struct Executor::Impl {
         ++i;
       }
     }
-    return grad_sync.poll() || !sends.empty() || !receives.empty();
+    return grad_sync.poll();
   }
-  static void poll_cb(void* self) { static_cast<Impl*>(self)->poll(); }
+  static bool poll_cb(void* self) { return static_cast<Impl*>(self)->poll(); }
+
+  // This worker's doorbell when `peer` can ring it, else null (the wait polls).
+  const comm::Doorbells* bell_from(int peer) const {
+    return bells && bells->shared_with(peer) ? &*bells : nullptr;
+  }
 
   // Completes every outstanding send. The wait must not run poll(), which recycles completed
   // sends out of the very list being drained (a buffer released twice would be handed out
@@ -144,7 +157,8 @@ struct Executor::Impl {
     while (!sends.empty()) {
       comm::wait(
           sends.back().request, wait_policy,
-          [](void* gs) { static_cast<comm::GradSync*>(gs)->poll(); }, &grad_sync);
+          [](void* gs) { return static_cast<comm::GradSync*>(gs)->poll(); }, &grad_sync,
+          bell_from(sends.back().dst));
       release(sends.back().buffer);
       sends.pop_back();
     }
@@ -163,7 +177,8 @@ struct Executor::Impl {
     const auto it = receives.find(key(m.payload, m.stage, m.mb));
     CHIMERA_CHECK(it != receives.end(), "wait for a receive that was never posted (stage {} mb {})",
                   m.stage, m.mb);
-    comm::wait(it->second.request, wait_policy, &poll_cb, this);
+    comm::wait(it->second.request, wait_policy, &poll_cb, this, bell_from(m.src));
+    if (bells) bells->ring(m.src);  // the sender may be draining its sends
     put(m.payload, m.stage, m.mb, it->second.buffer);
     receives.erase(it);
   }
@@ -173,7 +188,8 @@ struct Executor::Impl {
     MPI_Request r = MPI_REQUEST_NULL;
     MPI_CHECK(MPI_Isend(b, static_cast<int>(compute.message_floats()), MPI_FLOAT, m.dst, tag(m),
                         comms.pipeline(), &r));
-    sends.push_back(PendingSend{b, r});
+    sends.push_back(PendingSend{b, r, m.dst});
+    if (bells) bells->ring(m.dst);
   }
 
   // Output of (pipe, stage) for `mb` goes to the mailbox: a Send takes it from there, or the

@@ -177,6 +177,7 @@ Trainer::Impl::Impl(const TrainRequest& req, MPI_Comm w) : request(req), world(w
                     "--compute emulate has no weights: drop --save-dir, --init and --eval-every");
   });
   comms = std::make_unique<comm::Communicators>(plan.topology, world);
+  wait_policy.doorbells = config.runtime.wait == "doorbell";
   if (!plan.emulate) setup_backend();
   comm::all_or_none(world, [&] { setup_compute(); });
   log::info("{}", header(plan, params));

@@ -42,18 +42,36 @@ class MpiSession {
 // when one rank fails mid-run: the others may be blocked in a collective and would otherwise hang.
 [[noreturn]] void abort_job(const std::string& message, int status);
 
-// How a wait behaves: spin on MPI_Test for `spin_us`, then sleep in growing steps up to
-// `max_sleep_us`, so that 64 ranks waiting on a 2-core machine do not burn the cores.
+class Doorbells;
+
+// How a wait behaves: test for `spin_us`, then sleep between tests. A sleep lasts at most
+// `max_sleep_us` (growing from 1 us) while something needs this rank's MPI progress (an eager
+// allreduce) or no doorbell can announce the awaited event; with a doorbell and nothing else to
+// progress, a sleep lasts until the bell rings or `max_bell_sleep_us` passes. So 64 ranks
+// waiting on a 2-core machine neither burn the cores nor answer late.
 struct WaitPolicy {
   double spin_us = 20.0;
   double max_sleep_us = 100.0;
+  double max_bell_sleep_us = 2000.0;
+  bool doorbells = true;  // runtime.wait: doorbell (true) or poll (false)
 };
 
-// Waits for one request without monopolising a core. `poll` (may be empty) runs between tests:
-// it is how outstanding sends and eager allreduces make progress during a wait.
-void wait(MPI_Request& request, const WaitPolicy& policy, void (*poll)(void*) = nullptr,
-          void* poll_arg = nullptr);
-// The same wait for any condition: tests `done(arg)` until it is true.
-void wait_until(bool (*done)(void*), void* arg, const WaitPolicy& policy);
+// What one test during a wait found.
+enum class WaitState {
+  Done,
+  Idle,  // not done; nothing but the awaited event needs this rank (a doorbell may sleep long)
+  Busy,  // not done; outstanding work needs this rank's MPI progress (sleep short)
+};
+
+// Waits until `test(arg)` says Done, without monopolising a core. `bell` (may be null) is this
+// rank's doorbell when whoever completes the awaited event rings it.
+void wait_until(WaitState (*test)(void*), void* arg, const WaitPolicy& policy,
+                const Doorbells* bell = nullptr);
+
+// Waits for one request. `poll` (may be empty) runs between tests: it is how outstanding sends
+// and eager allreduces make progress during a wait, and it returns whether any of them still
+// needs this rank's progress.
+void wait(MPI_Request& request, const WaitPolicy& policy, bool (*poll)(void*) = nullptr,
+          void* poll_arg = nullptr, const Doorbells* bell = nullptr);
 
 }  // namespace chimera::comm

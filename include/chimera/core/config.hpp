@@ -70,6 +70,7 @@ struct RuntimeConfig {
   std::string allreduce = "auto";  // cuda: auto | nccl | mpi
   std::string compute = "real";    // real | emulate
   std::string cost;                // emulate: "F:B[:W]" milliseconds per stage op
+  std::string wait = "doorbell";   // doorbell (sleep until a peer on the node rings) | poll
 };
 
 struct Config {

@@ -49,13 +49,16 @@ class EmulatedCompute final : public StageCompute {
   void reset_peak_activation_bytes() override { peak_bytes_ = live_bytes_; }
 
  private:
-  void wait_ms(double ms) const;
+  void wait_ms(double ms);
   std::int64_t activation_bytes(int stage) const;
 
   EmulatedCosts costs_;
   double scale_;  // op_scale
   std::size_t message_floats_;
   std::vector<EmulatedStage> held_;
+  // How late a sleep wakes on average (a loaded or virtual machine wakes 0.1-0.2 ms after the
+  // time asked): an op's last sleep ends this much early, so that ops last their cost on average.
+  double lateness_s_ = 0.0;
   std::map<int, std::vector<float>> grads_;  // stage (or -1 tied) -> zero-filled buffer
   std::set<std::pair<int, int>> live_;       // (stage, mb) with activations held
   std::int64_t live_bytes_ = 0;

@@ -66,7 +66,8 @@ class StageCompute {
   virtual void reset_peak_activation_bytes() = 0;
 
   // Called by implementations that wait (emulation) so that MPI keeps progressing meanwhile;
-  // returns whether requests are still outstanding (when none are, a wait need not poll).
+  // returns whether an allreduce still needs this rank's progress (when none does, a wait need
+  // not poll).
   void set_progress(std::function<bool()> progress) { progress_ = std::move(progress); }
 
  protected:

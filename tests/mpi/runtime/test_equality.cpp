@@ -16,12 +16,13 @@ struct Case {
   int pipes = 0;        // chimera
   int virtual_stages = 1;
   int micro_batches_per_stage = 1;  // N = this * D
+  std::string wait = "doorbell";    // runtime.wait: how a waiting rank sleeps
 };
 
 std::string name(const Case& c, int d, int w) {
-  return fmt::format("{}{}{}{} D={} W={} N={}", c.scheme, c.variant.empty() ? "" : " ", c.variant,
-                     c.pipes ? fmt::format(" pipes={}", c.pipes) : "", d, w,
-                     c.micro_batches_per_stage * d);
+  return fmt::format("{}{}{}{} D={} W={} N={} wait={}", c.scheme, c.variant.empty() ? "" : " ",
+                     c.variant, c.pipes ? fmt::format(" pipes={}", c.pipes) : "", d, w,
+                     c.micro_batches_per_stage * d, c.wait);
 }
 
 void expect_equal_to_single_process(const Case& c, int d) {
@@ -34,6 +35,7 @@ void expect_equal_to_single_process(const Case& c, int d) {
   cfg.parallel.variant = c.variant.empty() ? "direct" : c.variant;
   cfg.parallel.pipes = c.pipes;
   cfg.parallel.virtual_stages = c.virtual_stages;
+  cfg.runtime.wait = c.wait;
   const auto pipelined = train(cfg, MPI_COMM_WORLD);
 
   // The reference: one process, no pipeline, the same W*N*B samples per step.
@@ -61,7 +63,7 @@ class Equality : public ::testing::TestWithParam<Case> {};
 
 std::string test_name(const ::testing::TestParamInfo<Case>& p) {
   std::string s = p.param.scheme + "_" + p.param.variant + "_p" + std::to_string(p.param.pipes) +
-                  "_n" + std::to_string(p.param.micro_batches_per_stage);
+                  "_n" + std::to_string(p.param.micro_batches_per_stage) + "_" + p.param.wait;
   for (auto& ch : s) {
     if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
   }
@@ -84,7 +86,8 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"gems", "", 0, 1, 1}, Case{"interleaved", "", 0, 2, 1},
                       Case{"zb-h1", "", 0, 1, 1}, Case{"chimera", "direct", 0, 1, 1},
                       Case{"chimera", "direct", 0, 1, 2}, Case{"chimera", "doubling", 0, 1, 2},
-                      Case{"chimera", "halving", 0, 1, 2}, Case{"chimera", "direct", 4, 1, 1}),
+                      Case{"chimera", "halving", 0, 1, 2}, Case{"chimera", "direct", 4, 1, 1},
+                      Case{"chimera", "direct", 0, 1, 1, "poll"}),
     test_name);
 
 }  // namespace

@@ -1,0 +1,110 @@
+// Doorbells (comm/doorbell.hpp): a ring wakes a sleeping rank long before its timeout, a ring
+// that comes before the sleep is not lost, a sleep without a ring ends at its timeout, and a
+// wait for a message sleeps on the bell yet completes with the right data. Waits are bounded
+// (seconds), so a broken bell fails a test instead of hanging the job.
+#include <gtest/gtest.h>
+#include <mpi.h>
+#include <time.h>
+
+#include "chimera/comm/doorbell.hpp"
+#include "chimera/comm/mpi.hpp"
+#include "chimera/core/timer.hpp"
+#include "mpi_world.hpp"
+
+namespace chimera::comm {
+namespace {
+
+using chimera::testing::world_rank;
+using chimera::testing::world_size;
+
+void sleep_ms(double ms) {
+  const auto ns = static_cast<long>(ms * 1e6);
+  const timespec ts{ns / 1'000'000'000L, ns % 1'000'000'000L};
+  nanosleep(&ts, nullptr);
+}
+
+TEST(Doorbells, EveryRankOfTheNodeHasABell) {
+  const Doorbells bells(MPI_COMM_WORLD);
+  MPI_Comm node = MPI_COMM_NULL;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+  int node_size = 0;
+  MPI_Comm_size(node, &node_size);
+  MPI_Comm_free(&node);
+  int shared = 0;
+  for (int r = 0; r < world_size(); ++r) shared += bells.shared_with(r) ? 1 : 0;
+  EXPECT_EQ(shared, node_size);
+  EXPECT_TRUE(bells.shared_with(world_rank()));
+}
+
+// Rank r rings rank r+1 after a pause; every rank sleeps on its bell with a 10 s timeout.
+TEST(Doorbells, ARingWakesTheSleeperBeforeItsTimeout) {
+  const Doorbells bells(MPI_COMM_WORLD);
+  const int n = world_size();
+  const int next = (world_rank() + 1) % n;
+  const std::uint32_t seen = bells.seen();
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (n > 1) {
+    // Even ranks ring first, so that half of the ranks surely sleep before their ring comes.
+    if (world_rank() % 2 == 0) {
+      sleep_ms(50);
+      bells.ring(next);
+    }
+    const Stopwatch clock;
+    bells.sleep(seen, 10e6);
+    EXPECT_LT(clock.seconds(), 5.0) << "rank " << world_rank() << " slept to its timeout";
+    if (world_rank() % 2 != 0) bells.ring(next);
+    EXPECT_NE(bells.seen(), seen);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
+TEST(Doorbells, ARingBeforeTheSleepIsNotLost) {
+  const Doorbells bells(MPI_COMM_WORLD);
+  const std::uint32_t seen = bells.seen();
+  MPI_Barrier(MPI_COMM_WORLD);
+  bells.ring((world_rank() + 1) % world_size());
+  MPI_Barrier(MPI_COMM_WORLD);
+  const Stopwatch clock;
+  bells.sleep(seen, 10e6);
+  EXPECT_LT(clock.seconds(), 5.0);
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
+TEST(Doorbells, ASleepWithoutARingEndsAtItsTimeout) {
+  const Doorbells bells(MPI_COMM_WORLD);
+  MPI_Barrier(MPI_COMM_WORLD);
+  const Stopwatch clock;
+  bells.sleep(bells.seen(), 30e3);
+  EXPECT_GE(clock.seconds(), 0.020);
+  EXPECT_LT(clock.seconds(), 5.0);
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
+// A ring of messages: each rank sends to the next after a pause and rings it; the receiver's
+// wait sleeps on its bell (a 5 s cap) and must complete with the sender's data at the ring.
+TEST(Doorbells, AWaitOnTheBellCompletesTheReceive) {
+  const Doorbells bells(MPI_COMM_WORLD);
+  const int n = world_size();
+  const int next = (world_rank() + 1) % n;
+  const int prev = (world_rank() + n - 1) % n;
+  int incoming = -1;
+  MPI_Request recv = MPI_REQUEST_NULL;
+  MPI_Irecv(&incoming, 1, MPI_INT, prev, 7, MPI_COMM_WORLD, &recv);
+  MPI_Barrier(MPI_COMM_WORLD);
+  sleep_ms(30);
+  const int outgoing = 1000 + world_rank();
+  MPI_Request send = MPI_REQUEST_NULL;
+  MPI_Isend(&outgoing, 1, MPI_INT, next, 7, MPI_COMM_WORLD, &send);
+  bells.ring(next);
+  WaitPolicy policy;
+  policy.max_bell_sleep_us = 5e6;
+  const Stopwatch clock;
+  wait(recv, policy, nullptr, nullptr, &bells);
+  EXPECT_EQ(incoming, 1000 + prev);
+  EXPECT_LT(clock.seconds(), 4.0) << "the wait slept to its cap instead of waking at the ring";
+  wait(send, WaitPolicy{});
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
+}  // namespace
+}  // namespace chimera::comm

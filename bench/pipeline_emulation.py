@@ -10,6 +10,7 @@
              the same step (target: within 3%).
 
 Usage: bench/pipeline_emulation.py [emulation|overlap|overhead ...] [--chimera BIN] [--cost F:B]
+                                   [--wait doorbell|poll]
 Run from the repository root after scripts/build release; the Austen data (scripts/prepare-data)
 is needed for `overhead`.
 """
@@ -51,7 +52,8 @@ def train(chimera, ranks, args, steps):
 
 
 def emulation(a):
-    print(f"emulated compute, F:B = {a.cost} ms; median of {a.steps - 1} steps after a warm-up")
+    print(f"emulated compute, F:B = {a.cost} ms, runtime.wait = {a.wait}; median of "
+          f"{a.steps - 1} steps after a warm-up")
     print(f"{'scheme':<8} {'D':>3} {'N':>3} {'W':>2} {'ranks':>5} {'measured ms':>12} "
           f"{'simulator ms':>13} {'ratio':>7}")
     worst, measured = 0.0, {}
@@ -62,7 +64,8 @@ def emulation(a):
                     out, rows = train(a.chimera, w * d, [
                         *EMULATION_MODEL, "--compute", "emulate", "--cost", a.cost,
                         "--set", f"parallel.scheme={scheme}", "--set", f"parallel.stages={d}",
-                        "--set", f"parallel.micro_batches={n}"], a.steps)
+                        "--set", f"parallel.micro_batches={n}", "--set", f"runtime.wait={a.wait}"],
+                                     a.steps)
                     sim = float(re.search(r"simulator: ([0-9.]+) ms", out).group(1))
                     ms = statistics.median(r["iter_ms"] for r in rows[1:])
                     measured[(scheme, d, n, w)] = ms
@@ -142,6 +145,8 @@ def main():
     p.add_argument("--chimera", default=os.path.join(ROOT, "build", "release", "bin", "chimera"))
     p.add_argument("--cost", default="10:20", help="emulated F:B in ms")
     p.add_argument("--steps", type=int, default=4, help="steps per run (the first warms up)")
+    p.add_argument("--wait", default="doorbell", choices=["doorbell", "poll"],
+                   help="emulation: how waiting ranks sleep (runtime.wait)")
     a = p.parse_args()
     os.chdir(ROOT)
     for which in a.which:

@@ -127,9 +127,8 @@ struct Executor::Impl {
   }
 
   // Completes finished sends (recycling their buffers) and progresses the allreduces; returns
-  // whether an allreduce still runs. Messages need no progress from a worker that is computing:
-  // a receiver completes them when it waits (shared memory, or RDMA reads of large messages).
-  bool poll() {
+  // whether an allreduce still runs.
+  bool poll_allreduces() {
     for (std::size_t i = 0; i < sends.size();) {
       int done = 0;
       MPI_CHECK(MPI_Test(&sends[i].request, &done, MPI_STATUS_IGNORE));
@@ -143,6 +142,10 @@ struct Executor::Impl {
     }
     return grad_sync.poll();
   }
+  // The same; returns whether anything outstanding needs this worker's progress: a running
+  // allreduce, or a send (a large message without a single-copy transport moves in fragments
+  // that its sender pushes). A wait keeps its sleeps short while this holds.
+  bool poll() { return poll_allreduces() || !sends.empty(); }
   static bool poll_cb(void* self) { return static_cast<Impl*>(self)->poll(); }
 
   // This worker's doorbell when `peer` can ring it, else null (the wait polls).
@@ -157,7 +160,11 @@ struct Executor::Impl {
     while (!sends.empty()) {
       comm::wait(
           sends.back().request, wait_policy,
-          [](void* gs) { return static_cast<comm::GradSync*>(gs)->poll(); }, &grad_sync,
+          [](void* gs) {
+            static_cast<comm::GradSync*>(gs)->poll();
+            return true;  // the send itself may need this worker's progress
+          },
+          &grad_sync,
           bell_from(sends.back().dst));
       release(sends.back().buffer);
       sends.pop_back();
@@ -247,7 +254,8 @@ Executor::Executor(const schedule::Schedule& sched, const schedule::Program& pro
                    const comm::Topology& topo, const comm::Communicators& comms,
                    StageCompute& compute, comm::WaitPolicy wait_policy)
     : impl_(std::make_unique<Impl>(sched, program, topo, comms, compute, grad_sync_, wait_policy)) {
-  compute.set_progress([impl = impl_.get()] { return impl->poll(); });
+  // An emulated op wakes up only for allreduces: a real op does not progress messages either.
+  compute.set_progress([impl = impl_.get()] { return impl->poll_allreduces(); });
 }
 
 Executor::~Executor() {

@@ -46,9 +46,9 @@ class Doorbells;
 
 // How a wait behaves: test for `spin_us`, then sleep between tests. A sleep lasts at most
 // `max_sleep_us` (growing from 1 us) while something needs this rank's MPI progress (an eager
-// allreduce) or no doorbell can announce the awaited event; with a doorbell and nothing else to
-// progress, a sleep lasts until the bell rings or `max_bell_sleep_us` passes. So 64 ranks
-// waiting on a 2-core machine neither burn the cores nor answer late.
+// allreduce, a send) or no doorbell can announce the awaited event; with a doorbell and nothing
+// else to progress, a sleep lasts until the bell rings or `max_bell_sleep_us` passes. So 64
+// ranks waiting on a 2-core machine neither burn the cores nor answer late.
 struct WaitPolicy {
   double spin_us = 20.0;
   double max_sleep_us = 100.0;

@@ -164,8 +164,7 @@ struct Executor::Impl {
             static_cast<comm::GradSync*>(gs)->poll();
             return true;  // the send itself may need this worker's progress
           },
-          &grad_sync,
-          bell_from(sends.back().dst));
+          &grad_sync, bell_from(sends.back().dst));
       release(sends.back().buffer);
       sends.pop_back();
     }

@@ -2,13 +2,13 @@
 
 #include <linux/futex.h>
 #include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <climits>
 
 #include "chimera/comm/mpi.hpp"
+#include "chimera/core/timer.hpp"
 
 namespace chimera::comm {
 
@@ -78,8 +78,7 @@ std::uint32_t Doorbells::seen() const {
 }
 
 void Doorbells::sleep(std::uint32_t seen, double max_us) const {
-  const auto ns = static_cast<long>(max_us * 1e3);
-  const timespec timeout{ns / 1'000'000'000L, ns % 1'000'000'000L};
+  const timespec timeout = to_timespec(max_us * 1e-6);
   // Returns at once if the counter already moved on, at a ring, at the timeout or at a signal:
   // every case is followed by another test of what the caller waits for.
   syscall(SYS_futex, mine_, FUTEX_WAIT, seen, &timeout, nullptr, 0);

@@ -1,7 +1,6 @@
 #include "chimera/comm/mpi.hpp"
 
 #include <sys/prctl.h>
-#include <time.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -61,8 +60,7 @@ void wait_until(WaitState (*test)(void*), void* arg, const WaitPolicy& policy,
     if (spin_until < 0.0) spin_until = now + policy.spin_us * 1e-6;
     if (now < spin_until) continue;
     if (bell == nullptr) {
-      const timespec ts{0, static_cast<long>(sleep_us * 1e3)};
-      nanosleep(&ts, nullptr);
+      sleep_seconds(sleep_us * 1e-6);
     } else {
       bell->sleep(seen, state == WaitState::Idle ? policy.max_bell_sleep_us : sleep_us);
       // A ring says that something arrived; it may take a few tests to complete (a message

@@ -1,7 +1,5 @@
 #include "chimera/runtime/emulated_compute.hpp"
 
-#include <time.h>
-
 #include <algorithm>
 #include <charconv>
 
@@ -49,10 +47,8 @@ void EmulatedCompute::wait_ms(double ms) {
     const bool last = !pending || left <= 500e-6;
     const double slice = last ? left - lateness_s_ : 500e-6;
     if (slice <= 0.0) return;
-    const auto whole = static_cast<time_t>(slice);
-    const timespec ts{whole, static_cast<long>((slice - static_cast<double>(whole)) * 1e9)};
     const double wake = now_seconds() + slice;
-    nanosleep(&ts, nullptr);
+    sleep_seconds(slice);
     if (last) {
       // A running mean over the last ~20 ops; a late wake of a descheduled rank counts too, as
       // the op did last that long.

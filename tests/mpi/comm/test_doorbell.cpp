@@ -4,7 +4,6 @@
 // (seconds), so a broken bell fails a test instead of hanging the job.
 #include <gtest/gtest.h>
 #include <mpi.h>
-#include <time.h>
 
 #include "chimera/comm/doorbell.hpp"
 #include "chimera/comm/mpi.hpp"
@@ -16,12 +15,6 @@ namespace {
 
 using chimera::testing::world_rank;
 using chimera::testing::world_size;
-
-void sleep_ms(double ms) {
-  const auto ns = static_cast<long>(ms * 1e6);
-  const timespec ts{ns / 1'000'000'000L, ns % 1'000'000'000L};
-  nanosleep(&ts, nullptr);
-}
 
 TEST(Doorbells, EveryRankOfTheNodeHasABell) {
   const Doorbells bells(MPI_COMM_WORLD);
@@ -46,7 +39,7 @@ TEST(Doorbells, ARingWakesTheSleeperBeforeItsTimeout) {
   if (n > 1) {
     // Even ranks ring first, so that half of the ranks surely sleep before their ring comes.
     if (world_rank() % 2 == 0) {
-      sleep_ms(50);
+      sleep_seconds(0.050);
       bells.ring(next);
     }
     const Stopwatch clock;
@@ -91,7 +84,7 @@ TEST(Doorbells, AWaitOnTheBellCompletesTheReceive) {
   MPI_Request recv = MPI_REQUEST_NULL;
   MPI_Irecv(&incoming, 1, MPI_INT, prev, 7, MPI_COMM_WORLD, &recv);
   MPI_Barrier(MPI_COMM_WORLD);
-  sleep_ms(30);
+  sleep_seconds(0.030);
   const int outgoing = 1000 + world_rank();
   MPI_Request send = MPI_REQUEST_NULL;
   MPI_Isend(&outgoing, 1, MPI_INT, next, 7, MPI_COMM_WORLD, &send);

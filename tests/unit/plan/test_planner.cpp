@@ -4,29 +4,26 @@
 
 #include "chimera/core/error.hpp"
 #include "chimera/plan/planner.hpp"
+#include "plan_testing.hpp"
 
 namespace chimera::plan {
 namespace {
 
 Predictor predictor(double f, double b, double memory = 1e12) {
-  ModelConfig m;
-  m.n_layer = 8;
-  m.n_embd = 64;
-  m.n_head = 4;
-  m.n_ctx = 64;
-  m.vocab_size = 1000;
-  Machine machine;
-  machine.memory_bytes = memory;
-  machine.compute.emulated = {f, b};
-  return Predictor(ModelShape(m, 32), machine);
+  return Predictor(testing::small_model(), testing::emulated(f, b, {}, memory));
+}
+
+PlanRequest request_for(int nodes, int global_batch, int max_micro_batch_size) {
+  PlanRequest request;
+  request.nodes = nodes;
+  request.global_batch = global_batch;
+  request.max_micro_batch_size = max_micro_batch_size;
+  return request;
 }
 
 TEST(Planner, EveryRankedLayoutIsValidAndSortedFastestFirst) {
   Predictor predict = predictor(1, 2);
-  PlanRequest request;
-  request.nodes = 8;
-  request.global_batch = 32;
-  request.max_micro_batch_size = 4;
+  const PlanRequest request = request_for(8, 32, 4);
   const PlanResult r = plan(request, predict);
   ASSERT_FALSE(r.ranked.empty());
   EXPECT_EQ(r.layouts, r.invalid + r.over_memory + static_cast<int>(r.ranked.size()));
@@ -47,10 +44,7 @@ TEST(Planner, EveryRankedLayoutIsValidAndSortedFastestFirst) {
 
 TEST(Planner, ExplainNamesTheWinnerAndWhereItGains) {
   Predictor predict = predictor(1, 1);
-  PlanRequest request;
-  request.nodes = 4;
-  request.global_batch = 4;
-  request.max_micro_batch_size = 1;
+  PlanRequest request = request_for(4, 4, 1);
   request.schemes = {parse_scheme_choice("chimera"), parse_scheme_choice("1f1b")};
   const PlanResult r = plan(request, predict);
   const std::vector<Prediction> best = best_per_scheme(r);
@@ -72,10 +66,7 @@ TEST(Planner, ExplainNamesTheWinnerAndWhereItGains) {
 
 TEST(Planner, MemoryLimitPrunesAndPrefersRecomputation) {
   Predictor roomy = predictor(1, 2);
-  PlanRequest request;
-  request.nodes = 4;
-  request.global_batch = 16;
-  request.max_micro_batch_size = 4;
+  PlanRequest request = request_for(4, 16, 4);
   request.schemes = {parse_scheme_choice("gpipe")};
   const PlanResult all = plan(request, roomy);
   // Just enough memory for the leanest layout: everything else is over memory.

@@ -2,27 +2,13 @@
 
 #include "chimera/core/error.hpp"
 #include "chimera/plan/predict.hpp"
+#include "plan_testing.hpp"
 
 namespace chimera::plan {
 namespace {
 
-ModelShape small_model() {
-  ModelConfig m;
-  m.n_layer = 8;
-  m.n_embd = 64;
-  m.n_head = 4;
-  m.n_ctx = 64;
-  m.vocab_size = 1000;
-  return ModelShape(m, 32);
-}
-
-Machine emulated(double f, double b, Network net = {}) {
-  Machine m;
-  m.network = net;
-  m.memory_bytes = 1e12;
-  m.compute.emulated = {f, b};
-  return m;
-}
+using testing::emulated;
+using testing::small_model;
 
 Layout layout(const std::string& scheme, int W, int D, int N, int B = 1) {
   return {scheme, "", 0, 0, W, D, N, B, false};

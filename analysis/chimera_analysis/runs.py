@@ -9,12 +9,11 @@ NAME in the study's output folder (docs/scaling.md):
 from __future__ import annotations
 
 import csv
-import json
 import math
 import re
 from pathlib import Path
 
-from . import AnalysisError
+from . import AnalysisError, read_csv_rows, read_json
 from .metrics import read_metrics, summarize
 
 DESCRIPTOR_SUFFIX = ".run.json"
@@ -42,12 +41,7 @@ FLOAT_COLUMNS = {"iter_ms", "tokens_per_s", "samples_per_s", "bubble_ratio", "fi
 def read_descriptor(path: str | Path) -> dict:
     """Reads and checks a NAME.run.json descriptor."""
     path = Path(path)
-    try:
-        obj = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as e:
-        raise AnalysisError(f"cannot read run descriptor '{path}': {e.strerror}") from None
-    except json.JSONDecodeError as e:
-        raise AnalysisError(f"{path}: not valid JSON ({e.msg} at line {e.lineno})") from None
+    obj = read_json(path, "run descriptor")
     if not isinstance(obj, dict):
         raise AnalysisError(f"{path}: expected a JSON object")
     desc = {}
@@ -157,30 +151,22 @@ def write_csv(rows: list[dict], path: str | Path) -> None:
 def read_csv(path: str | Path) -> list[dict]:
     """Reads a study CSV written by write_csv back into typed rows (empty numbers become NaN)."""
     path = Path(path)
-    try:
-        f = open(path, newline="", encoding="utf-8")
-    except OSError as e:
-        raise AnalysisError(f"cannot read study table '{path}': {e.strerror}") from None
-    with f:
-        reader = csv.DictReader(f)
-        missing = [c for c in CSV_COLUMNS if c not in (reader.fieldnames or [])]
-        if missing:
-            raise AnalysisError(f"{path}: missing column(s) {', '.join(missing)}; write the table "
-                                "with analysis/collect.py")
-        rows = []
-        for lineno, raw in enumerate(reader, start=2):
-            row = {}
-            for c in CSV_COLUMNS:
-                text = raw[c]
-                try:
-                    if c in INT_COLUMNS:
-                        row[c] = int(text)
-                    elif c in FLOAT_COLUMNS:
-                        row[c] = float(text) if text else math.nan
-                    else:
-                        row[c] = text
-                except ValueError:
-                    raise AnalysisError(f"{path}:{lineno}: column '{c}' is '{text}', expected a "
-                                        "number") from None
-            rows.append(row)
+    rows = []
+    for lineno, raw in enumerate(read_csv_rows(path, "study table", CSV_COLUMNS,
+                                               "write the table with analysis/collect.py"),
+                                 start=2):
+        row = {}
+        for c in CSV_COLUMNS:
+            text = raw[c]
+            try:
+                if c in INT_COLUMNS:
+                    row[c] = int(text)
+                elif c in FLOAT_COLUMNS:
+                    row[c] = float(text) if text else math.nan
+                else:
+                    row[c] = text
+            except ValueError:
+                raise AnalysisError(f"{path}:{lineno}: column '{c}' is '{text}', expected a "
+                                    "number") from None
+        rows.append(row)
     return rows

@@ -8,12 +8,11 @@ absent for single-pipe schemes).
 """
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import AnalysisError
+from . import AnalysisError, read_json
 
 COMPUTE, P2P, ALLREDUCE = 0, 1, 2
 LANES = (COMPUTE, P2P, ALLREDUCE)
@@ -58,12 +57,7 @@ def parse_op_name(name: str) -> ComputeOp:
 def read_trace(path: str | Path) -> list[TraceEvent]:
     """Every complete event of the trace (metadata events are skipped), sorted by rank, lane, time."""
     path = Path(path)
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as e:
-        raise AnalysisError(f"cannot read trace '{path}': {e.strerror}") from None
-    except json.JSONDecodeError as e:
-        raise AnalysisError(f"{path}: not valid JSON ({e.msg} at line {e.lineno})") from None
+    doc = read_json(path, "trace")
     raw = doc.get("traceEvents") if isinstance(doc, dict) else doc  # both Chrome trace forms
     if not isinstance(raw, list):
         raise AnalysisError(f"{path}: expected a Chrome trace with a 'traceEvents' list")

@@ -13,5 +13,8 @@ Run add_prep_command(CLI::App& app);
 Run add_plan_command(CLI::App& app);
 Run add_inspect_command(CLI::App& app);
 Run add_bench_command(CLI::App& app);
+Run add_import_hf_command(CLI::App& app);
+Run add_export_hf_command(CLI::App& app);
+Run add_sample_command(CLI::App& app);
 
 }  // namespace chimera::cli

@@ -28,6 +28,9 @@ int main(int argc, char** argv) {
   add(chimera::cli::add_plan_command);
   add(chimera::cli::add_bench_command);
   add(chimera::cli::add_inspect_command);
+  add(chimera::cli::add_import_hf_command);
+  add(chimera::cli::add_export_hf_command);
+  add(chimera::cli::add_sample_command);
 
   try {
     app.parse(argc, argv);

@@ -13,6 +13,14 @@ bool owns_tensor(const comm::Topology& topo, const model::TensorInfo& t) {
 }
 }  // namespace
 
+void read_weights(const io::CheckpointReader& reader, model::GPT2Worker& worker) {
+  for (const auto* t : worker.tensors()) {
+    std::vector<float> host(t->numel);
+    reader.read(t->name, host);
+    worker.write_tensor(*t, worker.params_of(*t), host);
+  }
+}
+
 TrainState::TrainState(const RunPlan& plan, backend::Backend& backend, model::GPT2Worker& worker,
                        const comm::Communicators& comms)
     : plan_(plan),
@@ -116,11 +124,10 @@ io::CheckpointMeta TrainState::load(const std::string& path, bool weights_only) 
   const io::CheckpointReader reader(path);
   const auto meta = reader.meta();
   reader.expect(specs(!weights_only));
+  read_weights(reader, worker_);
+  if (weights_only) return meta;
   for (const auto* t : worker_.tensors()) {
     std::vector<float> host(t->numel);
-    reader.read(t->name, host);
-    worker_.write_tensor(*t, worker_.params_of(*t), host);
-    if (weights_only) continue;
     auto& m = *moments_.at(t->stage);
     reader.read(io::exp_avg_name(t->name), host);
     worker_.write_tensor(*t, m.m.f32(), host);

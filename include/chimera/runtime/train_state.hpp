@@ -18,6 +18,10 @@
 
 namespace chimera::runtime {
 
+// Copies the weights of the tensors `worker` holds from a checkpoint already checked against its
+// model (CheckpointReader::expect).
+void read_weights(const io::CheckpointReader& reader, model::GPT2Worker& worker);
+
 class TrainState {
  public:
   TrainState(const RunPlan& plan, backend::Backend& backend, model::GPT2Worker& worker,

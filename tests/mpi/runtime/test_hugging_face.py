@@ -1,0 +1,355 @@
+#!/usr/bin/env python3
+"""Hugging Face GPT-2 weights in and out, as a user of transformers would bring and take them:
+
+- a GPT2LMHeadModel save (model.safetensors with F32, F16 or BF16 tensors, with and without
+  lm_head and the old attn.bias buffers, names with and without `transformer.`) imported with
+  `chimera import-hf`, trained 3 steps on 4 ranks, matches plain PyTorch (analysis/gpt2_torch.py)
+  trained from the same weights on the same batches, to 1e-5;
+- the imported checkpoint is taken by --resume as well as --init;
+- `chimera export-hf` writes the layout save_pretrained writes, loads into PyTorch with the
+  checkpoint's logits, and export -> import gives the same tensors bit for bit;
+- `chimera sample --temperature 0` equals PyTorch's greedy decode of a trained model, also past
+  n_ctx; seeded sampling repeats; text prompts are encoded and decoded with GPT-2's tokenizer;
+- configs Chimera does not compute and damaged files are refused with status 2 and one line.
+
+Usage: test_hugging_face.py CHIMERA MPIEXEC [MPIEXEC FLAGS...]
+"""
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import h5py
+import numpy as np
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.join(HERE, "..", "..", "..")
+sys.path.insert(0, os.path.join(ROOT, "analysis"))
+sys.path.insert(0, os.path.join(ROOT, "tests", "fixtures"))
+import load_checkpoint  # noqa: E402
+from gpt2_torch import GPT2, GPT2Config, lr_at  # noqa: E402
+from hf_safetensors import gpt2_config_json, read_safetensors, write_safetensors  # noqa: E402
+
+CHIMERA = MPIEXEC = None
+FLAGS = []
+SHAPE = dict(n_layer=4, n_embd=32, n_head=2, n_ctx=16, vocab_size=96)
+T = 8
+OPTIM = dict(lr=1e-3, min_lr=1e-4, warmup_steps=1, steps=3, weight_decay=0.1, beta1=0.9,
+             beta2=0.95, eps=1e-8, grad_clip=1.0)
+ENV = {**os.environ, "OMP_NUM_THREADS": "1"}
+
+
+def chimera(*args, timeout=120):
+    return subprocess.run([CHIMERA, *args], capture_output=True, text=True, env=ENV,
+                          timeout=timeout)
+
+
+def train(np_, args, timeout=300):
+    model = [f"--set=model.{k}={v}" for k, v in SHAPE.items()]
+    return subprocess.run([MPIEXEC, "-np", str(np_), *FLAGS, CHIMERA, "train", *model,
+                           f"--set=data.seq_len={T}", *args], capture_output=True, text=True,
+                          env=ENV, timeout=timeout)
+
+
+def write_tokens(path, tokens):
+    with h5py.File(path, "w") as f:
+        f.create_dataset("tokens", data=np.asarray(tokens, dtype=np.uint16))
+        f.attrs["vocab_size"] = np.int64(SHAPE["vocab_size"])
+        f.attrs["eos_token"] = np.int64(SHAPE["vocab_size"] - 1)
+        f.attrs["tokenizer"] = np.bytes_("test")
+
+
+def hf_weights(seed, shape=SHAPE):
+    """A GPT-2's state dict with every tensor random (no LayerNorm weight trivially 1)."""
+    torch.manual_seed(seed)
+    model = GPT2(GPT2Config(**shape))
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if p.dim() == 1:
+                p.copy_(torch.randn_like(p) * 0.1 + (1.0 if "ln" in name and
+                                                     name.endswith("weight") else 0.0))
+    return {name: p.detach().numpy().copy() for name, p in model.named_parameters()}
+
+
+def save_hf(directory, weights, dtype, prefix="transformer.", lm_head=True, buffers=False,
+            shape=SHAPE, **config):
+    """A GPT2LMHeadModel save; returns the float32 values stored (by Chimera name)."""
+    os.makedirs(directory, exist_ok=True)
+    tensors = {prefix + name: value for name, value in weights.items()}
+    if lm_head:
+        tensors["lm_head.weight"] = weights["wte.weight"]
+    if buffers:
+        n = shape["n_ctx"]
+        for i in range(shape["n_layer"]):
+            tensors[f"{prefix}h.{i}.attn.bias"] = np.tril(np.ones((1, 1, n, n), np.float32))
+            tensors[f"{prefix}h.{i}.attn.masked_bias"] = np.array(-1e4, np.float32)
+    stored = write_safetensors(os.path.join(directory, "model.safetensors"), tensors, dtype,
+                               {"format": "pt"})
+    with open(os.path.join(directory, "config.json"), "w") as f:
+        f.write(gpt2_config_json(**{**shape, **config}))
+    return {name: stored[prefix + name] for name in weights}
+
+
+def checkpoint_tensors(path):
+    with h5py.File(path, "r") as f:
+        out = {}
+        f.visititems(lambda n, o: out.__setitem__(n, o[...]) if isinstance(o, h5py.Dataset)
+                     else None)
+        return out, dict(f.attrs)
+
+
+def pytorch_training(weights, samples):
+    """(losses, final parameters) of Chimera's optimizer in float64 on the whole batch each
+    step (the dataset holds exactly one global batch, so every step sees every sample)."""
+    model = GPT2(GPT2Config(**SHAPE)).double()
+    model.load_state_dict({n: torch.from_numpy(v.astype(np.float64)) for n, v in
+                           weights.items()})
+    optimizer = torch.optim.AdamW(model.decay_groups(OPTIM["weight_decay"]), lr=OPTIM["lr"],
+                                  betas=(OPTIM["beta1"], OPTIM["beta2"]), eps=OPTIM["eps"])
+    inputs, targets = samples[:, :-1], samples[:, 1:]
+    losses = []
+    for step in range(OPTIM["steps"]):
+        optimizer.zero_grad(set_to_none=True)
+        _, loss = model(inputs, targets)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), OPTIM["grad_clip"])
+        for group in optimizer.param_groups:
+            group["lr"] = lr_at(step, OPTIM["lr"], OPTIM["min_lr"], OPTIM["warmup_steps"],
+                                OPTIM["steps"])
+        optimizer.step()
+        losses.append(loss.item())
+    return losses, {n: p.detach().numpy() for n, p in model.named_parameters()}
+
+
+def greedy_pytorch(model, prompt, count, n_ctx):
+    sequence = list(prompt)
+    with torch.no_grad():
+        for _ in range(count):
+            logits, _ = model(torch.tensor([sequence[-n_ctx:]]))
+            sequence.append(int(logits[0, -1].argmax()))
+    return sequence[len(prompt):]
+
+
+class HuggingFace(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="chimera-hf-")
+
+    def tearDown(self):
+        shutil.rmtree(self.tmp)
+
+    def path(self, *parts):
+        return os.path.join(self.tmp, *parts)
+
+    def test_import_train_on_4_ranks_matches_pytorch(self):
+        rng = np.random.default_rng(3)
+        tokens = rng.integers(0, SHAPE["vocab_size"], 4 * T + 1)  # one global batch: W*N*B = 4
+        write_tokens(self.path("train.h5"), tokens)
+        samples = torch.from_numpy(np.stack([tokens[i * T:i * T + T + 1] for i in range(4)])
+                                   .astype(np.int64))
+        variants = [dict(dtype="F32", lm_head=True, buffers=True),
+                    dict(dtype="F16", lm_head=False),
+                    dict(dtype="BF16", lm_head=False, prefix="")]
+        for i, variant in enumerate(variants):
+            with self.subTest(**variant):
+                stored = save_hf(self.path(f"hf{i}"), hf_weights(i), **variant)
+                ckpt = self.path(f"imported{i}.h5")
+                r = chimera("import-hf", self.path(f"hf{i}", "model.safetensors"), "--out", ckpt)
+                self.assertEqual(r.returncode, 0, r.stderr)
+                imported, attrs = checkpoint_tensors(ckpt)
+                self.assertEqual(attrs["step"], 0)
+                for name, value in stored.items():
+                    self.assertTrue(np.array_equal(imported[name], value), name)
+                    self.assertFalse(np.any(imported["optim/exp_avg/" + name]), name)
+                optim = [f"--set=train.{k}={v}" for k, v in OPTIM.items()]
+                save = self.path(f"run{i}")
+                r = train(4, ["--init", ckpt, "--set", f"data.train={self.path('train.h5')}",
+                              "--set=parallel.stages=4", "--set=parallel.micro_batches=4",
+                              *optim, "--save-dir", save, "--metrics", self.path(f"m{i}.jsonl")])
+                self.assertEqual(r.returncode, 0, r.stderr)
+                with open(self.path(f"m{i}.jsonl")) as f:
+                    chimera_losses = [json.loads(line)["loss"] for line in f]
+                losses, final = pytorch_training(stored, samples)
+                np.testing.assert_allclose(chimera_losses, losses, rtol=1e-5)
+                trained, _ = checkpoint_tensors(os.path.join(save, "ckpt-00000003.h5"))
+                for name, value in final.items():
+                    np.testing.assert_allclose(trained[name], value, rtol=0, atol=1e-5,
+                                               err_msg=name)
+
+        # --resume takes the imported checkpoint too (step 0, zero moments = a fresh optimizer)
+        # and trains the same first step as --init.
+        resume = self.path("resume")
+        os.makedirs(resume)
+        shutil.copy(self.path("imported0.h5"), os.path.join(resume, "ckpt-00000000.h5"))
+        r = train(4, ["--resume", "--save-dir", resume, "--steps", "1",
+                      "--set", f"data.train={self.path('train.h5')}",
+                      *[f"--set=train.{k}={v}" for k, v in OPTIM.items() if k != "steps"],
+                      "--set=parallel.stages=4", "--set=parallel.micro_batches=4",
+                      "--metrics", self.path("resume.jsonl")])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("at step 0", r.stdout)
+        with open(self.path("resume.jsonl")) as f, open(self.path("m0.jsonl")) as g:
+            self.assertEqual(json.loads(f.readline())["loss"], json.loads(g.readline())["loss"])
+
+    def test_export_loads_into_pytorch_and_imports_bit_for_bit(self):
+        save_hf(self.path("hf"), hf_weights(7), "F32")
+        ckpt = self.path("ckpt.h5")
+        self.assertEqual(chimera("import-hf", self.path("hf", "model.safetensors"), "--out",
+                                 ckpt).returncode, 0)
+        r = chimera("export-hf", ckpt, "--out", self.path("export"))
+        self.assertEqual(r.returncode, 0, r.stderr)
+
+        tensors, metadata, header, length = read_safetensors(self.path("export",
+                                                                       "model.safetensors"))
+        self.assertEqual(metadata, {"format": "pt"})
+        self.assertEqual(length % 8, 0)
+        names = [n for n in header if n != "__metadata__"]
+        self.assertEqual(names, sorted(names))
+        self.assertTrue(all(n.startswith("transformer.") for n in names))
+        self.assertTrue(all(header[n]["dtype"] == "F32" for n in names))
+        with open(self.path("export", "config.json")) as f:
+            config = json.load(f)
+        self.assertEqual(config["architectures"], ["GPT2LMHeadModel"])
+        self.assertEqual((config["model_type"], config["activation_function"],
+                          config["layer_norm_epsilon"], config["tie_word_embeddings"]),
+                         ("gpt2", "gelu_new", 1e-5, True))
+        for key in SHAPE:
+            self.assertEqual(config[key if key != "n_ctx" else "n_positions"], SHAPE[key])
+
+        # PyTorch from the export (as from_pretrained reads it) and from the checkpoint.
+        exported = GPT2(GPT2Config(n_layer=config["n_layer"], n_embd=config["n_embd"],
+                                   n_head=config["n_head"], n_ctx=config["n_positions"],
+                                   vocab_size=config["vocab_size"]))
+        exported.load_state_dict({n[len("transformer."):]: torch.from_numpy(v)
+                                  for n, v in tensors.items()})
+        weights, _, run_config = load_checkpoint.read_checkpoint(ckpt)
+        original = load_checkpoint.build_model(weights, run_config)
+        idx = torch.randint(0, SHAPE["vocab_size"], (2, SHAPE["n_ctx"]))
+        with torch.no_grad():
+            self.assertTrue(torch.equal(exported.eval()(idx)[0], original(idx)[0]))
+
+        again = self.path("again.h5")
+        r = chimera("import-hf", self.path("export", "model.safetensors"), "--out", again)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        first, _ = checkpoint_tensors(ckpt)
+        second, _ = checkpoint_tensors(again)
+        self.assertEqual(sorted(first), sorted(second))
+        for name in first:
+            self.assertEqual(first[name].tobytes(), second[name].tobytes(), name)
+
+    def test_greedy_sample_matches_pytorch(self):
+        # A learnable text: 48 distinct tokens repeated (each determines the next), so that a
+        # short training run continues it with varied tokens rather than one repeated token.
+        cycle = np.random.default_rng(4).permutation(SHAPE["vocab_size"])[:48]
+        tokens = np.tile(cycle, 4096 // len(cycle))
+        write_tokens(self.path("train.h5"), tokens)
+        save = self.path("run")
+        r = train(2, ["--set", f"data.train={self.path('train.h5')}", "--set=parallel.stages=2",
+                      "--set=parallel.scheme=1f1b", "--set=parallel.micro_batches=2",
+                      "--set=parallel.micro_batch_size=4", "--set=train.lr=1e-2",
+                      "--set=data.seq_len=16", "--steps", "60", "--save-dir", save])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        ckpt = os.path.join(save, "ckpt-00000060.h5")
+        prompt = [int(t) for t in cycle[:10]]
+        count = 12  # prompt + continuation = 22 > n_ctx = 16: the window slides
+        r = chimera("sample", ckpt, "--prompt-ids", " ".join(map(str, prompt)), "--tokens",
+                    str(count), "--temperature", "0", "--ids")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        ours = [int(x) for x in r.stdout.split()]
+        weights, _, run_config = load_checkpoint.read_checkpoint(ckpt)
+        model = load_checkpoint.build_model(weights, run_config).double()
+        self.assertEqual(ours, greedy_pytorch(model, prompt, count, SHAPE["n_ctx"]))
+        self.assertGreater(len(set(ours)), 3, ours)
+
+        sampled = ["sample", ckpt, "--prompt-ids", "5 9", "--tokens", "20", "--seed", "11",
+                   "--top-k", "10"]
+        first, second = chimera(*sampled), chimera(*sampled)
+        self.assertEqual(first.returncode, 0, first.stderr)
+        self.assertEqual(first.stdout, second.stdout)
+        self.assertEqual(len(first.stdout.split()), 20)  # V = 96 is not GPT-2's: ids
+
+        for args, needle in [([], "needs a prompt"),
+                             (["--prompt-ids", "5 96"], "token 96 is outside"),
+                             (["--prompt-ids", "5 x"], "expected token ids"),
+                             (["--prompt-ids", "5", "--temperature", "-1"], "--temperature -1"),
+                             (["--prompt-ids", "5", "--top-k", "-3"], "--top-k -3"),
+                             (["--prompt", "hi"], "pass token ids with --prompt-ids")]:
+            r = chimera("sample", ckpt, *args)
+            self.assertEqual(r.returncode, 2, (args, r.stdout, r.stderr))
+            self.assertIn(needle, r.stderr)
+
+    def test_text_prompt_with_gpt2_vocabulary(self):
+        shape = dict(n_layer=1, n_embd=16, n_head=2, n_ctx=16, vocab_size=50257)
+        save_hf(self.path("hf"), hf_weights(1, shape), "BF16", shape=shape)
+        ckpt = self.path("gpt2.h5")
+        r = chimera("import-hf", self.path("hf", "model.safetensors"), "--out", ckpt)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        tokenizer = os.path.join(ROOT, "inputs", "gpt2-tokenizer")
+        r = chimera("sample", ckpt, "--prompt", "It is a truth", "--tokens", "3",
+                    "--temperature", "0", "--tokenizer", tokenizer)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertTrue(r.stdout.startswith("It is a truth"), r.stdout)
+        r = chimera("sample", ckpt, "--prompt", "It is a truth", "--tokens", "3", "--ids",
+                    "--tokenizer", tokenizer)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(len(r.stdout.split()), 3)
+        with open(self.path("hf", "config.json")) as f:
+            self.assertEqual(json.load(f)["vocab_size"], 50257)
+
+    def test_refusals(self):
+        weights = hf_weights(2)
+        cases = [
+            (dict(activation_function="relu"), "\"activation_function\" = \"relu\""),
+            (dict(layer_norm_epsilon=1e-6), "\"layer_norm_epsilon\" = 1e-06"),
+            (dict(tie_word_embeddings=False), "\"tie_word_embeddings\" = false"),
+            (dict(n_head=3), "not divisible by model.n_head = 3"),
+            (dict(n_embd=64), "has shape [96] but the config (n_embd = 64"),
+        ]
+        for i, (config, needle) in enumerate(cases):
+            save_hf(self.path(f"c{i}"), weights, "F32", **config)
+            r = chimera("import-hf", self.path(f"c{i}", "model.safetensors"), "--out",
+                        self.path("x.h5"))
+            self.assertEqual(r.returncode, 2, (config, r.stderr))
+            self.assertIn(needle, r.stderr)
+            self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+
+        untied = dict(weights)
+        save_hf(self.path("untied"), untied, "F32", lm_head=False)
+        path = self.path("untied", "model.safetensors")
+        head = dict(untied, **{"lm_head.weight": untied["wte.weight"] + 1})
+        write_safetensors(path, {("transformer." + n if n != "lm_head.weight" else n): v
+                                 for n, v in head.items()})
+        r = chimera("import-hf", path, "--out", self.path("x.h5"))
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("lm_head.weight differs from transformer.wte.weight", r.stderr)
+
+        missing = {n: v for n, v in weights.items() if n != "h.2.mlp.c_fc.bias"}
+        save_hf(self.path("missing"), missing, "F32")
+        r = chimera("import-hf", self.path("missing", "model.safetensors"), "--out",
+                    self.path("x.h5"))
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("has no tensor 'transformer.h.2.mlp.c_fc.bias'", r.stderr)
+
+        save_hf(self.path("cut"), weights, "F32")
+        path = self.path("cut", "model.safetensors")
+        os.truncate(path, os.path.getsize(path) - 4)
+        r = chimera("import-hf", path, "--out", self.path("x.h5"))
+        self.assertEqual(r.returncode, 2)
+        self.assertIn(path, r.stderr)
+        self.assertIn("past the end of the data section", r.stderr)
+
+        save_hf(self.path("ok"), weights, "F32")
+        r = chimera("import-hf", self.path("ok", "model.safetensors"), "--out", self.path("x.h5"),
+                    "--config", self.path("nowhere.json"))
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("nowhere.json: cannot read", r.stderr)
+        self.assertFalse(os.path.exists(self.path("x.h5")))
+
+
+if __name__ == "__main__":
+    CHIMERA, MPIEXEC, *FLAGS = sys.argv[1:]
+    unittest.main(argv=[sys.argv[0], "-v"])

@@ -1,5 +1,4 @@
 // `chimera sample`: continue a prompt with a checkpoint's GPT-2, on one process and the CPU.
-#include <charconv>
 #include <cstdio>
 #include <optional>
 
@@ -15,8 +14,6 @@ namespace chimera::cli {
 
 namespace {
 
-constexpr int kGpt2Vocab = 50257;
-
 struct SampleFlags {
   std::string checkpoint;
   std::optional<std::string> prompt;
@@ -26,31 +23,6 @@ struct SampleFlags {
   bool ids = false;
   std::string tokenizer = "inputs/gpt2-tokenizer";
 };
-
-// "464 3290 318" (spaces or commas) -> ids, each checked against the vocabulary.
-std::vector<std::int32_t> parse_ids(const std::string& text, int vocab_size) {
-  std::vector<std::int32_t> ids;
-  const char* p = text.data();
-  const char* end = p + text.size();
-  while (p < end) {
-    if (*p == ' ' || *p == ',' || *p == '\t' || *p == '\n') {
-      ++p;
-      continue;
-    }
-    std::int64_t id = -1;
-    const auto [next, ec] = std::from_chars(p, end, id);
-    CHIMERA_REQUIRE(
-        ec == std::errc() &&
-            (next == end || *next == ' ' || *next == ',' || *next == '\t' || *next == '\n'),
-        "--prompt-ids \"{}\": expected token ids separated by spaces, e.g. \"464 3290\"", text);
-    CHIMERA_REQUIRE(id >= 0 && id < vocab_size,
-                    "--prompt-ids: token {} is outside the checkpoint's vocabulary [0, {})", id,
-                    vocab_size);
-    ids.push_back(static_cast<std::int32_t>(id));
-    p = next;
-  }
-  return ids;
-}
 
 }  // namespace
 
@@ -91,15 +63,16 @@ Run add_sample_command(CLI::App& app) {
     f->sampling.validate();
     const io::CheckpointReader reader(f->checkpoint);
     const ModelConfig model = Config::from_toml(reader.meta().config, f->checkpoint).model;
-    const bool gpt2_vocab = model.vocab_size == kGpt2Vocab;
+    const bool gpt2_vocab = model.vocab_size == data::kGpt2VocabSize;
     CHIMERA_REQUIRE(!f->prompt || gpt2_vocab,
                     "--prompt needs GPT-2's vocabulary of {} tokens, but {} has vocab_size = {}: "
                     "pass token ids with --prompt-ids",
-                    kGpt2Vocab, f->checkpoint, model.vocab_size);
+                    data::kGpt2VocabSize, f->checkpoint, model.vocab_size);
     std::optional<data::Tokenizer> tokenizer;
     if (gpt2_vocab && (f->prompt || !f->ids)) tokenizer = data::Tokenizer::load(f->tokenizer);
     const std::vector<std::int32_t> prompt =
-        f->prompt ? tokenizer->encode(*f->prompt) : parse_ids(*f->prompt_ids, model.vocab_size);
+        f->prompt ? tokenizer->encode(*f->prompt)
+                  : model::parse_token_ids(*f->prompt_ids, model.vocab_size, "--prompt-ids");
     CHIMERA_REQUIRE(!prompt.empty(), "the prompt is empty: give at least one token");
 
     const auto config = model::GPT2Config::from(model);

@@ -69,6 +69,13 @@ std::vector<Field> fields(Config& c) {
       {"log", "every", &c.log.every, "print a step line every K steps"},
       {"log", "metrics", &c.log.metrics, "JSON-lines metrics file (empty = none)"},
       {"log", "trace", &c.log.trace, "Chrome trace file (empty = none)"},
+      {"log", "sample_tokens", &c.log.sample_tokens,
+       "tokens of a text sample printed with each validation loss (0 = none)"},
+      {"log", "sample_prompt", &c.log.sample_prompt,
+       "prompt of those samples: text for GPT-2's vocabulary, else token ids \"1 2 3\" (empty = "
+       "the end-of-text token, or token 0)"},
+      {"log", "tokenizer", &c.log.tokenizer,
+       "GPT-2 tokenizer directory for sample prompts and text (GPT-2's vocabulary only)"},
       {"runtime", "backend", &c.runtime.backend, "compute backend: cpu, cuda"},
       {"runtime", "precision", &c.runtime.precision, "cuda precision: fp32, bf16, tf32"},
       {"runtime", "messages", &c.runtime.messages,

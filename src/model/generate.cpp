@@ -1,6 +1,7 @@
 #include "chimera/model/generate.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 
 #include "chimera/core/error.hpp"
@@ -56,6 +57,30 @@ std::span<const std::int32_t> context_window(std::span<const std::int32_t> token
   return tokens.subspan(tokens.size() - keep);
 }
 
+std::vector<std::int32_t> parse_token_ids(std::string_view text, int vocab_size,
+                                          std::string_view what) {
+  std::vector<std::int32_t> ids;
+  const auto separator = [](char c) { return c == ' ' || c == ',' || c == '\t' || c == '\n'; };
+  const char* p = text.data();
+  const char* end = p + text.size();
+  while (p < end) {
+    if (separator(*p)) {
+      ++p;
+      continue;
+    }
+    std::int64_t id = -1;
+    const auto [next, ec] = std::from_chars(p, end, id);
+    CHIMERA_REQUIRE(ec == std::errc() && (next == end || separator(*next)),
+                    "{} \"{}\": expected token ids separated by spaces, e.g. \"464 3290\"", what,
+                    text);
+    CHIMERA_REQUIRE(id >= 0 && id < vocab_size,
+                    "{}: token {} is outside the model's vocabulary [0, {})", what, id, vocab_size);
+    ids.push_back(static_cast<std::int32_t>(id));
+    p = next;
+  }
+  return ids;
+}
+
 std::vector<std::int32_t> generate(GPT2Worker& worker, std::span<const std::int32_t> prompt,
                                    int count, TokenSampler& sampler,
                                    const std::function<void(std::int32_t)>& on_token) {
@@ -64,19 +89,17 @@ std::vector<std::int32_t> generate(GPT2Worker& worker, std::span<const std::int3
                 "generation runs on one worker holding the whole model, micro-batch size 1");
   CHIMERA_CHECK(!prompt.empty(), "generation needs at least one prompt token");
   const auto T = static_cast<std::size_t>(dims.T);
-  const auto V = static_cast<std::size_t>(dims.V);
   std::vector<std::int32_t> sequence(prompt.begin(), prompt.end());
   std::vector<std::int32_t> window(T), targets(T, 0), generated;
-  std::vector<float> logits(T * V);
+  std::vector<float> logits(static_cast<std::size_t>(dims.V));
   for (int i = 0; i < count; ++i) {
     const auto context = context_window(sequence, dims.T);
     std::fill(window.begin(), window.end(), 0);
     std::copy(context.begin(), context.end(), window.begin());
     worker.forward(0, 0, ForwardInput{window, nullptr, targets}, nullptr);
-    worker.logits(0, logits);
+    worker.logits(0, logits, static_cast<Index>(context.size() - 1));
     worker.release(0, 0);
-    const std::span<const float> last(logits.data() + (context.size() - 1) * V, V);
-    const std::int32_t token = sampler.next(last);
+    const std::int32_t token = sampler.next(logits);
     sequence.push_back(token);
     generated.push_back(token);
     if (on_token) on_token(token);

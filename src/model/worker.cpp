@@ -390,7 +390,7 @@ void GPT2Worker::release(int stage, int mb) {
   slots_.erase({stage, mb});
 }
 
-void GPT2Worker::logits(int mb, std::span<float> host_out) {
+void GPT2Worker::logits(int mb, std::span<float> host_out, Index first_row) {
   const int last = layout_.partition().num_stages() - 1;
   HeldStage& h = held(last);
   Slot& s = slot(last, mb);
@@ -398,13 +398,15 @@ void GPT2Worker::logits(int mb, std::span<float> host_out) {
                 "logits of micro-batch {} need its stored activations (no recompute) before its "
                 "backward",
                 mb);
-  const Index N = dims_.N();
-  CHIMERA_CHECK(static_cast<Index>(host_out.size()) == N * dims_.V, "logits need {} floats",
-                N * dims_.V);
+  const auto rows = static_cast<Index>(host_out.size()) / dims_.V;
+  CHIMERA_CHECK(rows * dims_.V == static_cast<Index>(host_out.size()) && first_row >= 0 &&
+                    first_row + rows <= dims_.N(),
+                "logits of rows [{}, {}) of a micro-batch of {} rows of {} floats", first_row,
+                first_row + rows, dims_.N(), dims_.V);
   backend::DeviceBuffer out(be_, host_out.size_bytes());
-  be_.gemm(backend::Trans::No, backend::Trans::Yes, N, dims_.V, dims_.C, 1.0F,
-           h.acts.head(bytes_of(s.acts)).ln_f, dims_.C, tied_params_.f32(), dims_.C, 0.0F,
-           out.f32(), dims_.V);
+  be_.gemm(backend::Trans::No, backend::Trans::Yes, rows, dims_.V, dims_.C, 1.0F,
+           h.acts.head(bytes_of(s.acts)).ln_f + first_row * dims_.C, dims_.C, tied_params_.f32(),
+           dims_.C, 0.0F, out.f32(), dims_.V);
   be_.copy_to_host(host_out.data(), out.data(), host_out.size_bytes());
 }
 

@@ -16,6 +16,10 @@ Evaluator::Evaluator(const RunPlan& plan, model::GPT2Worker& worker, MessageStag
     : plan_(plan), worker_(worker), staging_(staging), comms_(comms), wait_policy_(wait_policy) {
   const auto& place = plan.schedule.placement.front();
   const int me = plan.topology.worker;
+  for (int s = 0; s < plan.schedule.stages; ++s) {
+    if (place[static_cast<std::size_t>(s)] == me) mine_.push_back(s);
+  }
+  if (plan.config.train.eval_every == 0) return;
   if (place.front() != me && place.back() != me) return;
   CHIMERA_REQUIRE(!plan.config.data.val.empty(),
                   "train.eval_every = {} needs a validation split: set data.val (HDF5 shards from "
@@ -25,20 +29,58 @@ Evaluator::Evaluator(const RunPlan& plan, model::GPT2Worker& worker, MessageStag
   dataset_->require_samples(plan.schedule_mb_size, plan.seq_len, "one validation micro-batch");
 }
 
+float Evaluator::forward_through_pipe(std::span<const std::int32_t> inputs,
+                                      std::span<const std::int32_t> targets, int slot,
+                                      MessageBuffer& in, MessageBuffer& out,
+                                      const std::function<void(int)>& at_last) {
+  const auto& place = plan_.schedule.placement.front();
+  const int me = plan_.topology.worker;
+  const int last = plan_.schedule.stages - 1;
+  const auto floats = worker_.message_floats();
+  float loss = 0.0F;
+  for (const int s : mine_) {
+    model::ForwardInput input;
+    if (s == 0) input.tokens = inputs;
+    if (s == last) input.targets = targets;
+    if (s > 0) {
+      const int src = place[static_cast<std::size_t>(s - 1)];
+      if (src == me) {
+        in.swap(out);  // the previous stage ran here: its output is our input
+      } else {
+        MPI_Request r = MPI_REQUEST_NULL;
+        MPI_CHECK(MPI_Irecv(in.data(), static_cast<int>(floats), MPI_FLOAT, src, s,
+                            comms_.pipeline(), &r));
+        comm::wait(r, wait_policy_);
+      }
+      input.activation = staging_.incoming(in.data());
+    }
+    float* const output = s == last ? nullptr : out.data();
+    const float stage_loss = worker_.forward(s, slot, input, staging_.outgoing(output));
+    staging_.finish(output);
+    if (s == last && at_last) at_last(slot);
+    worker_.release(s, slot);
+    if (s == last) {
+      loss = stage_loss;
+    } else if (const int dst = place[static_cast<std::size_t>(s + 1)]; dst != me) {
+      // Completing each send before the next item keeps one buffer; it cannot deadlock, since
+      // the receiver's earlier items never wait on this worker's later ones.
+      MPI_Request r = MPI_REQUEST_NULL;
+      MPI_CHECK(MPI_Isend(out.data(), static_cast<int>(floats), MPI_FLOAT, dst, s + 1,
+                          comms_.pipeline(), &r));
+      comm::wait(r, wait_policy_);
+    }
+  }
+  return loss;
+}
+
 double Evaluator::evaluate() {
   const auto& sched = plan_.schedule;
   const auto& topo = plan_.topology;
   const auto& place = sched.placement.front();
-  const int last = sched.stages - 1;
   const int split = sched.mb_split;
   const auto half = static_cast<std::size_t>(plan_.schedule_mb_size);
   const data::BatchLayout layout{topo.replicas, plan_.config.parallel.micro_batches,
                                  plan_.micro_batch_size};
-  std::vector<int> mine;  // stages of the first pipe on this worker, in order
-  for (int s = 0; s < sched.stages; ++s) {
-    if (place[static_cast<std::size_t>(s)] == topo.worker) mine.push_back(s);
-  }
-  const auto floats = worker_.message_floats();
   MessageBuffer in(staging_), out(staging_);
   double loss_sum = 0.0;
   int slot = kEvalSlotBase;
@@ -53,37 +95,7 @@ double Evaluator::evaluate() {
           batch = data::read_batch(*dataset_, {begin, begin + static_cast<std::ptrdiff_t>(half)},
                                    plan_.seq_len);
         }
-        for (const int s : mine) {
-          model::ForwardInput input;
-          if (s == 0) input.tokens = batch.inputs;
-          if (s == last) input.targets = batch.targets;
-          if (s > 0) {
-            const int src = place[static_cast<std::size_t>(s - 1)];
-            if (src == topo.worker) {
-              in.swap(out);  // the previous stage ran here: its output is our input
-            } else {
-              MPI_Request r = MPI_REQUEST_NULL;
-              MPI_CHECK(MPI_Irecv(in.data(), static_cast<int>(floats), MPI_FLOAT, src, s,
-                                  comms_.pipeline(), &r));
-              comm::wait(r, wait_policy_);
-            }
-            input.activation = staging_.incoming(in.data());
-          }
-          float* const output = s == last ? nullptr : out.data();
-          const float loss = worker_.forward(s, slot, input, staging_.outgoing(output));
-          staging_.finish(output);
-          worker_.release(s, slot);
-          if (s == last) {
-            loss_sum += loss;
-          } else if (const int dst = place[static_cast<std::size_t>(s + 1)]; dst != topo.worker) {
-            // Completing each send before the next item keeps one buffer; it cannot deadlock,
-            // since the receiver's earlier items never wait on this worker's later ones.
-            MPI_Request r = MPI_REQUEST_NULL;
-            MPI_CHECK(MPI_Isend(out.data(), static_cast<int>(floats), MPI_FLOAT, dst, s + 1,
-                                comms_.pipeline(), &r));
-            comm::wait(r, wait_policy_);
-          }
-        }
+        loss_sum += forward_through_pipe(batch.inputs, batch.targets, slot, in, out);
       }
     }
   }
@@ -93,6 +105,36 @@ double Evaluator::evaluate() {
                          : 0.0};
   MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, total, 2, MPI_DOUBLE, MPI_SUM, comms_.world()));
   return total[1] > 0 ? total[0] / total[1] : 0.0;
+}
+
+std::vector<std::int32_t> Evaluator::sample(std::span<const std::int32_t> prompt, int count,
+                                            model::TokenSampler& sampler) {
+  if (plan_.topology.replica != 0) return {};
+  const int last_worker = plan_.schedule.placement.front().back();
+  const model::Dims& dims = worker_.dims();
+  const auto T = static_cast<std::size_t>(dims.T);
+  const auto V = static_cast<std::size_t>(dims.V);
+  std::vector<std::int32_t> sequence(prompt.begin(), prompt.end());
+  // Row 0 of the micro-batch carries the window; the other rows and the targets are padding.
+  std::vector<std::int32_t> inputs(static_cast<std::size_t>(dims.N()), 0);
+  const std::vector<std::int32_t> targets(inputs.size(), 0);
+  std::vector<float> logits(V);
+  MessageBuffer in(staging_), out(staging_);
+  std::vector<std::int32_t> generated;
+  for (int i = 0; i < count; ++i) {
+    const auto window = model::context_window(sequence, dims.T);
+    std::fill(inputs.begin(), inputs.begin() + static_cast<std::ptrdiff_t>(T), 0);
+    std::copy(window.begin(), window.end(), inputs.begin());
+    std::int32_t token = 0;
+    forward_through_pipe(inputs, targets, kEvalSlotBase, in, out, [&](int slot) {
+      worker_.logits(slot, logits, static_cast<model::Index>(window.size() - 1));
+      token = sampler.next(logits);
+    });
+    MPI_CHECK(MPI_Bcast(&token, 1, MPI_INT32_T, last_worker, comms_.pipeline()));
+    sequence.push_back(token);
+    generated.push_back(token);
+  }
+  return generated;
 }
 
 }  // namespace chimera::runtime

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "chimera/core/error.hpp"
+#include "chimera/data/tokenizer.hpp"
 #include "chimera/io/checkpoint.hpp"
 #include "chimera/io/safetensors.hpp"
 #include "chimera/model/gpt2_config.hpp"
@@ -30,7 +31,6 @@ using Json = nlohmann::json;
 
 constexpr std::string_view kPrefix = "transformer.";
 constexpr std::string_view kLmHead = "lm_head.weight";
-constexpr int kGpt2Vocab = 50257;
 constexpr int kGpt2EndOfText = 50256;
 constexpr double kLayerNormEps = 1e-5;  // the backend's LayerNorm
 
@@ -113,7 +113,7 @@ ModelConfig read_hf_config(const std::string& path) {
   m.n_embd = positive_int(config, "n_embd", 768, path);
   m.n_head = positive_int(config, "n_head", 12, path);
   m.n_ctx = positive_int(config, "n_positions", positive_int(config, "n_ctx", 1024, path), path);
-  m.vocab_size = positive_int(config, "vocab_size", kGpt2Vocab, path);
+  m.vocab_size = positive_int(config, "vocab_size", data::kGpt2VocabSize, path);
   if (const auto it = config.find("n_inner"); it != config.end() && !it->is_null()) {
     CHIMERA_REQUIRE(*it == 4 * m.n_embd,
                     "{}: \"n_inner\" = {} is not supported: Chimera's MLP is 4 * n_embd = {} wide",
@@ -128,7 +128,7 @@ ModelConfig read_hf_config(const std::string& path) {
 }
 
 std::string hf_config_json(const ModelConfig& m) {
-  const bool gpt2_vocab = m.vocab_size == kGpt2Vocab;
+  const bool gpt2_vocab = m.vocab_size == data::kGpt2VocabSize;
   const Json end_of_text = gpt2_vocab ? Json(kGpt2EndOfText) : Json(nullptr);
   // Dropout 0: Chimera trains without dropout, so these weights were trained without it.
   const Json config = {

@@ -1,6 +1,7 @@
 #include "chimera/runtime/trainer.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <csignal>
@@ -13,9 +14,11 @@
 #include "chimera/comm/mpi.hpp"
 #include "chimera/core/log.hpp"
 #include "chimera/core/timer.hpp"
+#include "chimera/data/tokenizer.hpp"
 #include "chimera/io/checkpoint.hpp"
 #include "chimera/io/metrics.hpp"
 #include "chimera/model/activations.hpp"
+#include "chimera/model/generate.hpp"
 #include "chimera/model/worker.hpp"
 #include "chimera/optim/clip.hpp"
 #include "chimera/optim/lr_schedule.hpp"
@@ -153,10 +156,14 @@ struct Trainer::Impl {
   std::size_t params = 0;
   std::vector<double> losses;
   optim::LrSchedule lr_schedule;
+  std::vector<std::int32_t> sample_prompt;   // replica 0, when log.sample_tokens > 0
+  std::optional<data::Tokenizer> tokenizer;  // replica 0, for GPT-2's vocabulary
 
   Impl(const TrainRequest& req, MPI_Comm w);
   void setup_backend();
   void setup_compute();
+  void setup_sample_prompt();
+  void print_sample(const std::string& when);
   void run();
 };
 
@@ -175,6 +182,16 @@ Trainer::Impl::Impl(const TrainRequest& req, MPI_Comm w) : request(req), world(w
     CHIMERA_REQUIRE(!plan.emulate || (config.checkpoint.dir.empty() && request.init.empty() &&
                                       config.train.eval_every == 0),
                     "--compute emulate has no weights: drop --save-dir, --init and --eval-every");
+    const int sample_tokens = config.log.sample_tokens;
+    CHIMERA_REQUIRE(sample_tokens >= 0, "log.sample_tokens = {} must be >= 0", sample_tokens);
+    CHIMERA_REQUIRE(sample_tokens == 0 || config.train.eval_every > 0,
+                    "log.sample_tokens = {} prints a sample with each validation loss: set "
+                    "train.eval_every (--eval-every K) too",
+                    sample_tokens);
+    CHIMERA_REQUIRE(sample_tokens == 0 || !config.parallel.recompute,
+                    "log.sample_tokens = {} needs the last stage's activations, which "
+                    "parallel.recompute = true does not keep: set one of them off",
+                    sample_tokens);
   });
   comms = std::make_unique<comm::Communicators>(plan.topology, world);
   wait_policy.doorbells = config.runtime.wait == "doorbell";
@@ -228,6 +245,7 @@ void Trainer::Impl::setup_compute() {
     if (config.train.eval_every > 0) {
       evaluator.emplace(plan, *worker, *staging, *comms, wait_policy);
     }
+    if (config.log.sample_tokens > 0 && plan.topology.replica == 0) setup_sample_prompt();
   }
   feed.emplace(plan);
   if (!config.checkpoint.dir.empty()) {
@@ -246,6 +264,44 @@ void Trainer::Impl::setup_compute() {
     state->load(request.init, true);
     log::info("initialised weights from {}", request.init);
   }
+}
+
+// The prompt of the samples printed during training: text through GPT-2's tokenizer (empty:
+// the end-of-text token, as llm.c starts its samples), or ids for other vocabularies.
+void Trainer::Impl::setup_sample_prompt() {
+  const LogConfig& log = request.config.log;
+  if (plan.model.vocab_size == data::kGpt2VocabSize) {
+    tokenizer.emplace(data::Tokenizer::load(log.tokenizer));
+    sample_prompt = log.sample_prompt.empty() ? std::vector{tokenizer->eos_token()}
+                                              : tokenizer->encode(log.sample_prompt);
+  } else {
+    sample_prompt =
+        model::parse_token_ids(log.sample_prompt, plan.model.vocab_size, "log.sample_prompt");
+    if (log.sample_prompt.find_first_not_of(" ,\t\n") == std::string::npos) sample_prompt = {0};
+  }
+  CHIMERA_REQUIRE(!sample_prompt.empty(), "log.sample_prompt = \"{}\" has no token",
+                  log.sample_prompt);
+}
+
+// A sample of log.sample_tokens tokens, drawn with the same seed every time so that samples of
+// different steps compare; rank 0 prints it.
+void Trainer::Impl::print_sample(const std::string& when) {
+  const Config& config = request.config;
+  if (!evaluator || config.log.sample_tokens == 0) return;
+  model::TokenSampler sampler(
+      model::SamplingOptions{1.0, 0, static_cast<std::uint64_t>(config.train.seed)});
+  const auto generated = evaluator->sample(sample_prompt, config.log.sample_tokens, sampler);
+  if (rank != 0) return;
+  std::string text;
+  if (tokenizer) {
+    std::vector<std::int32_t> shown;
+    if (!config.log.sample_prompt.empty()) shown = sample_prompt;
+    shown.insert(shown.end(), generated.begin(), generated.end());
+    text = tokenizer->decode(shown);
+  } else {
+    text = fmt::format("{}", fmt::join(generated, " "));
+  }
+  log::info("sample {}: {}", when, text);
 }
 
 void Trainer::Impl::run() {
@@ -270,6 +326,7 @@ void Trainer::Impl::run() {
     if (evaluator && step < steps) {
       // Where the run starts from (fresh, --init or --resume), before any update.
       log::info("validation loss before step {}: {:.6f}", step + 1, evaluator->evaluate());
+      print_sample(fmt::format("before step {}", step + 1));
     }
     for (; step < steps; ++step) {
       const Stopwatch iter_clock;
@@ -316,6 +373,7 @@ void Trainer::Impl::run() {
             lr, grad_norm, m.iter_ms, plan.emulate ? fmt::format(" (sim {:.1f})", predicted) : "",
             m.tokens_per_s, 100.0 * s.bubble, static_cast<double>(s.peak_act) / (1 << 20));
       }
+      if (m.val_loss) print_sample(fmt::format("after step {}", step + 1));
       const bool save_now =
           checkpoints &&
           (s.stop || stop_here || step + 1 == steps ||

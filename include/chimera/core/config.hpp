@@ -58,9 +58,12 @@ struct CheckpointConfig {
 };
 
 struct LogConfig {
-  int every = 1;        // per-step log line every K steps
-  std::string metrics;  // JSON-lines metrics file
-  std::string trace;    // Chrome trace file
+  int every = 1;              // per-step log line every K steps
+  std::string metrics;        // JSON-lines metrics file
+  std::string trace;          // Chrome trace file
+  int sample_tokens = 0;      // tokens of a text sample printed with each validation loss
+  std::string sample_prompt;  // its prompt: text (GPT-2 vocabulary) or token ids; "" = start
+  std::string tokenizer = "inputs/gpt2-tokenizer";  // GPT-2's tokenizer files, for samples
 };
 
 struct RuntimeConfig {

@@ -15,6 +15,9 @@
 
 namespace chimera::data {
 
+// Tokens of GPT-2's vocabulary (encoder.json): a model with this vocabulary speaks GPT-2's BPE.
+inline constexpr int kGpt2VocabSize = 50257;
+
 class Tokenizer {
  public:
   // Loads `dir`/encoder.json and `dir`/vocab.bpe (GPT-2's files). InputError naming the file and

@@ -9,6 +9,7 @@
 #include <functional>
 #include <random>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "chimera/model/worker.hpp"
@@ -37,6 +38,11 @@ class TokenSampler {
 
 // The last `n_ctx` tokens: a prompt longer than the model's context keeps its end.
 std::span<const std::int32_t> context_window(std::span<const std::int32_t> tokens, int n_ctx);
+
+// Token ids written as text, "464 3290 318" (spaces or commas), each checked against the
+// vocabulary. InputError naming `what` (the flag or config key) otherwise.
+std::vector<std::int32_t> parse_token_ids(std::string_view text, int vocab_size,
+                                          std::string_view what);
 
 // Continues `prompt` by `count` tokens. `worker` must hold every stage of a one-stage partition,
 // with micro-batch size 1; its sequence length T is the longest window it runs (the window is

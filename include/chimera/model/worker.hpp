@@ -102,9 +102,10 @@ class GPT2Worker {
   void backward_weight(int stage, int mb);
   // Frees a micro-batch's activations without a backward (evaluation).
   void release(int stage, int mb);
-  // Logits [B*T, V] (host) of a last-stage micro-batch after its forward and before its backward
-  // (needs stored activations: not with recompute).
-  void logits(int mb, std::span<float> host_out);
+  // Logits (host) of rows [first_row, first_row + host_out.size() / V) of the B*T rows of a
+  // last-stage micro-batch, after its forward and before its backward (needs stored
+  // activations: not with recompute).
+  void logits(int mb, std::span<float> host_out, Index first_row = 0);
 
   // --- memory ----------------------------------------------------------------------------
   std::size_t activation_bytes() const;  // held now by activation slots

@@ -10,6 +10,8 @@
   checkpoint's logits, and export -> import gives the same tensors bit for bit;
 - `chimera sample --temperature 0` equals PyTorch's greedy decode of a trained model, also past
   n_ctx; seeded sampling repeats; text prompts are encoded and decoded with GPT-2's tokenizer;
+- `chimera train` with log.sample_tokens prints, with each validation loss, the sample that
+  `chimera sample` draws from the same weights with the same seed;
 - configs Chimera does not compute and damaged files are refused with status 2 and one line.
 
 Usage: test_hugging_face.py CHIMERA MPIEXEC [MPIEXEC FLAGS...]
@@ -241,18 +243,37 @@ class HuggingFace(unittest.TestCase):
         for name in first:
             self.assertEqual(first[name].tobytes(), second[name].tobytes(), name)
 
-    def test_greedy_sample_matches_pytorch(self):
+    def test_samples_match_pytorch_and_training(self):
         # A learnable text: 48 distinct tokens repeated (each determines the next), so that a
         # short training run continues it with varied tokens rather than one repeated token.
         cycle = np.random.default_rng(4).permutation(SHAPE["vocab_size"])[:48]
         tokens = np.tile(cycle, 4096 // len(cycle))
         write_tokens(self.path("train.h5"), tokens)
+        write_tokens(self.path("val.h5"), tokens[:1024])
         save = self.path("run")
-        r = train(2, ["--set", f"data.train={self.path('train.h5')}", "--set=parallel.stages=2",
-                      "--set=parallel.scheme=1f1b", "--set=parallel.micro_batches=2",
-                      "--set=parallel.micro_batch_size=4", "--set=train.lr=1e-2",
-                      "--set=data.seq_len=16", "--steps", "60", "--save-dir", save])
+        data = ["--set", f"data.train={self.path('train.h5')}", "--set",
+                f"data.val={self.path('val.h5')}", "--set=data.seq_len=16"]
+        # Trained on 4 ranks, with a sample printed at each validation loss: the pipeline's
+        # sampling (row 0 of a micro-batch through the stages) must give what `chimera sample`
+        # draws with the same seed from the saved checkpoint.
+        r = train(4, [*data, "--set=parallel.micro_batch_size=2", "--set=train.lr=1e-2",
+                      "--steps", "60", "--save-dir", save, "--eval-every", "30",
+                      "--set=log.sample_tokens=12", "--set=log.sample_prompt=" +
+                      " ".join(map(str, cycle[:3]))])
         self.assertEqual(r.returncode, 0, r.stderr)
+        printed = re.findall(r"sample (?:before|after) step (\d+): ([0-9 ]+)", r.stdout)
+        self.assertEqual([step for step, _ in printed], ["1", "30", "60"], r.stdout)
+        r = chimera("sample", os.path.join(save, "ckpt-00000060.h5"), "--prompt-ids",
+                    " ".join(map(str, cycle[:3])), "--tokens", "12", "--seed", "1337", "--ids")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(printed[-1][1].split(), r.stdout.split())
+        for extra, needle in [([], "set train.eval_every"),
+                              (["--eval-every", "30", "--set=parallel.recompute=true"],
+                               "parallel.recompute = true does not keep")]:
+            r = train(4, [*data, "--steps", "1", "--set=log.sample_tokens=4", *extra])
+            self.assertEqual(r.returncode, 2, r.stderr)
+            self.assertIn(needle, r.stdout + r.stderr)
+
         ckpt = os.path.join(save, "ckpt-00000060.h5")
         prompt = [int(t) for t in cycle[:10]]
         count = 12  # prompt + continuation = 22 > n_ctx = 16: the window slides

@@ -19,7 +19,6 @@ Evaluator::Evaluator(const RunPlan& plan, model::GPT2Worker& worker, MessageStag
   for (int s = 0; s < plan.schedule.stages; ++s) {
     if (place[static_cast<std::size_t>(s)] == me) mine_.push_back(s);
   }
-  if (plan.config.train.eval_every == 0) return;
   if (place.front() != me && place.back() != me) return;
   CHIMERA_REQUIRE(!plan.config.data.val.empty(),
                   "train.eval_every = {} needs a validation split: set data.val (HDF5 shards from "

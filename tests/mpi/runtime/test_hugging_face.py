@@ -285,6 +285,12 @@ class HuggingFace(unittest.TestCase):
         model = load_checkpoint.build_model(weights, run_config).double()
         self.assertEqual(ours, greedy_pytorch(model, prompt, count, SHAPE["n_ctx"]))
         self.assertGreater(len(set(ours)), 3, ours)
+        long_prompt = [int(t) for t in cycle[:20]]  # longer than n_ctx: its last 16 tokens count
+        r = chimera("sample", ckpt, "--prompt-ids", " ".join(map(str, long_prompt)),
+                    "--tokens", "4", "--temperature", "0", "--ids")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual([int(x) for x in r.stdout.split()],
+                         greedy_pytorch(model, long_prompt, 4, SHAPE["n_ctx"]))
 
         sampled = ["sample", ckpt, "--prompt-ids", "5 9", "--tokens", "20", "--seed", "11",
                    "--top-k", "10"]

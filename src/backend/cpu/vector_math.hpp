@@ -1,8 +1,8 @@
 #pragma once
-// Scalar building blocks of the CPU kernels, written so that the compiler vectorises them and so
-// that every result depends only on the input values (never on vector width, alignment or
-// threads): reductions use kLanes interleaved partial sums combined by a fixed tree, and exp/tanh
-// use the same arithmetic in every lane.
+// Building blocks of the CPU kernels: scalar loops that the compiler vectorises, and explicit
+// 8-float vectors where it does not, written so that every result depends only on the input
+// values (never on vector width, alignment or threads): reductions use kLanes interleaved partial
+// sums combined by a fixed tree, and exp/tanh use the same arithmetic in every lane.
 #include <algorithm>
 #include <bit>
 #include <cmath>

@@ -24,7 +24,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 STEP = re.compile(r"time/step\s+[\d.]+ ms\s+\(forward ([\d.]+), backward ([\d.]+), "
-                  r"optimizer ([\d.]+)\)")
+                  r"optimizer ([\d.]+)[:)]")
 PARAMS = re.compile(r"parameters\s+([\d.]+) MB")
 
 

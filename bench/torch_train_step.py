@@ -3,9 +3,12 @@
 
 Same model (analysis/gpt2_torch.py), config, batch and threads (OMP_NUM_THREADS, else 2): a full
 step of forward, backward, global-norm clipping and AdamW with nanoGPT's decay groups. Prints
-tokens/s and GFLOP/s with the same FLOP count as `chimera bench model`.
+tokens/s and GFLOP/s with the same FLOP count as `chimera bench model`, and which BLAS PyTorch
+runs (threadpoolctl, where installed). --bf16 runs forward and loss under
+torch.autocast("cpu", dtype=torch.bfloat16), PyTorch's mixed-precision mode: GEMMs in bf16
+(oneDNN), fp32 weights, gradients and AdamW.
 
-  OMP_NUM_THREADS=2 /usr/bin/python3 bench/torch_train_step.py [--steps 5] [-L 4 -C 256 ...]
+  OMP_NUM_THREADS=2 /usr/bin/python3 bench/torch_train_step.py [--bf16] [--steps 5] [-L 4 ...]
 """
 
 import argparse
@@ -19,6 +22,19 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from gpt2_torch import GPT2, GPT2Config  # noqa: E402
 
 
+def blas_description():
+    """The BLAS libraries PyTorch loaded, with the kernel (core type) each picked."""
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:
+        return "unknown (python3-threadpoolctl not installed)"
+    blas = [i for i in threadpool_info() if i.get("user_api") == "blas"]
+    if not blas:
+        return "none found by threadpoolctl"
+    return "; ".join(f"{i['internal_api']} {i.get('version')} ({i.get('architecture')} kernels, "
+                     f"{i['num_threads']} threads)" for i in blas)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("-L", "--n-layer", type=int, default=4)
@@ -29,6 +45,8 @@ def main():
     p.add_argument("-V", "--vocab-size", type=int, default=50257)
     p.add_argument("--steps", type=int, default=5, help="timed steps")
     p.add_argument("--warmup", type=int, default=1, help="untimed steps first")
+    p.add_argument("--bf16", action="store_true",
+                   help='forward and loss under torch.autocast("cpu", dtype=torch.bfloat16)')
     args = p.parse_args()
 
     threads = int(os.environ.get("OMP_NUM_THREADS", "2"))
@@ -44,7 +62,8 @@ def main():
     for step in range(args.warmup + args.steps):
         start = time.perf_counter()
         optimizer.zero_grad(set_to_none=True)
-        _, loss = model(idx, targets)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.bf16):
+            _, loss = model(idx, targets)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
@@ -56,7 +75,8 @@ def main():
     L, C, T, V = args.n_layer, args.n_embd, args.seq_len, args.vocab_size
     flops = tokens * (72 * L * C * C + 12 * L * T * C + 6 * C * V)
     print(f"torch {torch.__version__} GPT-2 L={L} C={C} H={args.n_head} V={V}, T={T} "
-          f"B={args.batch_size}, {threads} threads")
+          f"B={args.batch_size}, {threads} threads, {'bf16 autocast' if args.bf16 else 'fp32'}")
+    print(f"  BLAS           {blas_description()}")
     print(f"  time/step      {step_s * 1e3:9.1f} ms  (mean of {args.steps} after {args.warmup})")
     print(f"  tokens/s       {tokens / step_s:9.1f}")
     print(f"  model GFLOP/s  {flops / step_s / 1e9:9.1f}")

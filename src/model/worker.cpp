@@ -115,9 +115,10 @@ BufferView GPT2Worker::tied_grads() {
 
 void GPT2Worker::zero_grad() {
   for (auto& h : held_) be_.fill_zero(h->grads.data(), h->grads.bytes());
-  for (auto* b : {&tied_grads_, &embedding_grads_}) {
-    if (!b->empty()) be_.fill_zero(b->data(), b->bytes());
-  }
+  if (!tied_grads_.empty()) be_.fill_zero(tied_grads_.data(), tied_grads_.bytes());
+  // The embedding's part is zero unless a backward wrote it since the last finalize (which clears
+  // it): a Vp x C reset saved per step.
+  if (embedding_grads_pending_) be_.fill_zero(embedding_grads_.data(), embedding_grads_.bytes());
   embedding_grads_pending_ = false;
 }
 

@@ -140,7 +140,8 @@ class GPT2Worker {
   std::vector<int> stage_ids_;
   std::vector<std::unique_ptr<HeldStage>> held_;
   backend::DeviceBuffer tied_params_, tied_grads_;
-  backend::DeviceBuffer embedding_grads_;  // only when holding stage 0 and stage S-1
+  // only when holding stage 0 and stage S-1; all zeros whenever embedding_grads_pending_ is false
+  backend::DeviceBuffer embedding_grads_;
   bool embedding_grads_pending_ = false;
   std::unique_ptr<ActivationPool> pool_;
   std::map<std::pair<int, int>, Slot> slots_;

@@ -47,24 +47,20 @@ void CpuBackend::bias_backward(float* dbias, const float* dout, Index N, Index C
 }
 
 void CpuBackend::gelu_forward(float* out, const float* inp, Index n) {
-#pragma omp parallel for schedule(static) if (n >= kParallelMinElements)
-  for (Index i = 0; i < n; ++i) {
-    const float x = inp[i];
-    const float u = kGeluScale * (x + kGeluCubic * x * x * x);
-    out[i] = 0.5F * x * (1.0F + fast_tanh(u));
-  }
+  map_elements(out, inp, nullptr, n, [](auto x, auto) {
+    const auto u = kGeluScale * (x + kGeluCubic * x * x * x);
+    return 0.5F * x * (1.0F + fast_tanh(u));
+  });
 }
 
 void CpuBackend::gelu_backward(float* dinp, const float* inp, const float* dout, Index n) {
-#pragma omp parallel for schedule(static) if (n >= kParallelMinElements)
-  for (Index i = 0; i < n; ++i) {
-    const float x = inp[i];
-    const float u = kGeluScale * (x + kGeluCubic * x * x * x);
-    const float t = fast_tanh(u);
-    const float du_dx = kGeluScale * (1.0F + 3.0F * kGeluCubic * x * x);
-    const float grad = 0.5F * (1.0F + t) + 0.5F * x * (1.0F - t * t) * du_dx;
-    dinp[i] = grad * dout[i];
-  }
+  map_elements(dinp, inp, dout, n, [](auto x, auto dy) {
+    const auto u = kGeluScale * (x + kGeluCubic * x * x * x);
+    const auto t = fast_tanh(u);
+    const auto du_dx = kGeluScale * (1.0F + 3.0F * kGeluCubic * x * x);
+    const auto grad = 0.5F * (1.0F + t) + 0.5F * x * (1.0F - t * t) * du_dx;
+    return grad * dy;
+  });
 }
 
 }  // namespace chimera::backend::cpu

@@ -17,6 +17,21 @@ inline constexpr Index kParallelMinElements = Index{1} << 19;
 // OS deschedules (on a machine shared with other jobs) does not hold up the other threads.
 inline constexpr Index kDynamicChunk = 1 << 16;
 
+// out[i] = op(a[i], b[i]) for i < n (b may be null: op then gets zeros), in whole FloatVectors
+// split statically between threads, then the scalar tail. op takes floats or FloatVectors and
+// does the same arithmetic on both, so the split into vectors changes no bit.
+template <typename Op>
+inline void map_elements(float* out, const float* a, const float* b, Index n, Op op) {
+  const Index vectors = n / kVectorLanes;
+#pragma omp parallel for schedule(static) if (n >= kParallelMinElements)
+  for (Index v = 0; v < vectors; ++v) {
+    const Index i = v * kVectorLanes;
+    const FloatVector y = b != nullptr ? load_vector(b + i) : FloatVector{};
+    store_vector(out + i, op(load_vector(a + i), y));
+  }
+  for (Index i = vectors * kVectorLanes; i < n; ++i) out[i] = op(a[i], b != nullptr ? b[i] : 0.0F);
+}
+
 struct ColumnRange {
   Index begin;
   Index end;

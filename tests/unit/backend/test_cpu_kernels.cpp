@@ -236,6 +236,40 @@ TEST_F(CpuKernels, GeluForwardAndBackward) {
   expect_near_all(dx, edx, 2e-6, "gelu backward");
 }
 
+// The kernels run whole vectors of 8 floats and finish the tail of an array (or row) element by
+// element, with the same arithmetic: equal inputs must give equal bits in either part.
+TEST_F(CpuKernels, VectorAndTailElementsAgreeBitForBit) {
+  const int body = 32, tail = 15, n = body + tail;
+  Vec x = random_vec(n, 32, 4.0F);
+  const float specials[] = {0.0F, -0.0F, 1e-30F, -200.0F, 200.0F, 88.5F, -87.5F, 1e-3F};
+  std::copy(std::begin(specials), std::end(specials), x.begin());
+  std::copy_n(x.begin(), tail, x.begin() + body);  // the tail repeats the first elements
+  const Vec dy = [&] {
+    Vec v = random_vec(n, 33);
+    std::copy_n(v.begin(), tail, v.begin() + body);
+    return v;
+  }();
+  const auto expect_tail_repeats_body = [&](const Vec& out, const char* what) {
+    for (int j = 0; j < tail; ++j) {
+      EXPECT_EQ(0, std::memcmp(&out[j], &out[body + j], sizeof(float)))
+          << what << ": element " << j << " gives " << out[j] << ", its copy in the tail "
+          << out[body + j];
+    }
+  };
+  Vec y(n), dx(n);
+  be_->gelu_forward(y.data(), x.data(), n);
+  be_->gelu_backward(dx.data(), x.data(), dy.data(), n);
+  expect_tail_repeats_body(y, "gelu");
+  expect_tail_repeats_body(dx, "gelu backward");
+  // Softmax without the extremes, which would leave only zeros and ones.
+  Vec logits = random_vec(n, 34, 4.0F);
+  std::copy_n(logits.begin(), tail, logits.begin() + body);
+  Vec losses(1);
+  const std::int32_t target = 3;
+  be_->softmax_cross_entropy_forward(logits.data(), losses.data(), &target, 1, n, n);
+  expect_tail_repeats_body(logits, "softmax");
+}
+
 // Causal attention in double: att = softmax(q k^T / sqrt(hs)) below the diagonal, out = att v,
 // and the backward from dout.
 struct AttentionReference {

@@ -133,7 +133,7 @@ class SlurmJobs(unittest.TestCase):
         return out / "t-chimera-direct-P4-W2-D2-N2-B2.metrics.jsonl"
 
     def test_stopped_job_requeues_and_resumes_bit_for_bit(self):
-        steps = 40
+        steps = 60  # ~60 ms each here: the signal after step 3 lands well before the end
         ref_out, out = self.tmp / "reference", self.tmp / "preempted"
         reference = self.submit(ref_out, "--steps", str(steps))
         job = self.submit(out, "--steps", str(steps), "--checkpoint-dir", str(self.tmp / "ckpt"))
@@ -208,6 +208,12 @@ class SlurmJobs(unittest.TestCase):
                                 capture_output=True, text=True, timeout=60)
         self.assertEqual(result.returncode, 0, result.stderr)
         self.assertIn("2 runs, 2 ok", result.stdout)
+        plot = subprocess.run(["/usr/bin/python3", "analysis/plot.py", "scaling",
+                               str(out / "weak.csv"), "-o", str(out / "weak.png")], cwd=REPO,
+                              capture_output=True, text=True, timeout=120,
+                              env=dict(ENV, MPLBACKEND="Agg"))
+        self.assertEqual(plot.returncode, 0, plot.stderr)
+        self.assertGreater((out / "weak.png").stat().st_size, 0)
 
 
 if __name__ == "__main__":

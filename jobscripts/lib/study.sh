@@ -97,6 +97,10 @@ study_parse_options() {
   [[ -f "$config" ]] || die "config '$config' does not exist (run from the repository root)"
   [[ "$ranks_per_node" =~ ^[1-9][0-9]*$ ]] ||
     die "--ranks-per-node is '$ranks_per_node'; it must be a positive whole number"
+  if [[ "$cluster" == local && -z "${SLURM_CONF:-}" ]] && ((!dry_run)); then
+    die "--cluster local submits to the cluster of scripts/slurm-local: run" \
+        "scripts/slurm-local up, then eval \"\$(scripts/slurm-local env)\""
+  fi
   planned=0 skipped=0 failed=0
 }
 

@@ -22,23 +22,42 @@ Common options:
   --set k=v          config override for every run (repeatable), e.g. --set parallel.recompute=true
   --bin PATH         the chimera binary (used to check each point before it is submitted)
   --local            run on this machine with mpirun (the local twin) instead of sbatch
+  --cluster NAME     daint (default): the sbatch template as written; local: submit the local
+                     twin's sizes and emulated compute to the cluster of scripts/slurm-local
+                     (partition debug, no constraint, CPU build, srun --mpi=pmix, 4 ranks per
+                     node; needs SLURM_CONF, see `scripts/slurm-local env`)
   --time HH:MM:SS    Slurm time limit per job              --account A    Slurm account (-A)
-  --partition P      Slurm partition
+  --partition P      Slurm partition                       --constraint C Slurm constraint
+  --ranks-per-node R MPI ranks per node (sbatch --ntasks-per-node; default 1, one per GPU)
   --dry-run          print every sbatch (or mpirun) line instead of running it
   -h, --help         this help
 HELP
 }
 
-# Defaults for a cluster study; `--local` (anywhere on the line) switches to the local twin's.
+# Defaults for a cluster study; `--local` (anywhere on the line) switches to the local twin's,
+# `--cluster local` to the local twin's sizes submitted to scripts/slurm-local's cluster.
 study_set_defaults() {
-  local_mode=0
-  for arg in "$@"; do [[ "$arg" == --local ]] && local_mode=1; done
+  local_mode=0 cluster=daint
+  local prev=""
+  for arg in "$@"; do
+    [[ "$arg" == --local ]] && local_mode=1
+    [[ "$prev" == --cluster ]] && cluster=$arg
+    prev=$arg
+  done
+  [[ "$cluster" == daint || "$cluster" == local ]] || die "--cluster is '$cluster'; use daint or local"
   schemes="chimera,1f1b,gpipe,gems" B=1 steps=10 compute=real cost="" trace=0 dry_run=0
-  time_limit="00:30:00" account="" partition="" sets=()
+  time_limit="00:30:00" account="" partition="" constraint="" ranks_per_node=1 sets=()
   config="jobscripts/configs/gpt2-1.3b.toml" bin="build/cuda/bin/chimera"
-  if ((local_mode)); then
+  small_sizes=$local_mode
+  if ((local_mode)) || [[ "$cluster" == local ]]; then
+    small_sizes=1
     config="jobscripts/configs/local.toml" bin="build/release/bin/chimera"
     compute=emulate cost="10:20" steps=6 schemes="chimera,1f1b,gpipe"
+  fi
+  if [[ "$cluster" == local ]]; then
+    # What the sbatch template takes from the environment (see its header).
+    export CHIMERA_MODULES="" CHIMERA_BACKEND=cpu CHIMERA_SRUN_FLAGS=--mpi=pmix
+    time_limit="00:05:00" partition=debug constraint="" ranks_per_node=${CHIMERA_SLURM_CPUS:-4}
   fi
   out="runs/$study_name"
 }
@@ -60,6 +79,9 @@ study_parse_options() {
       --set) sets+=("${2:?--set needs section.key=value}"); shift 2 ;;
       --bin) bin="${2:?--bin needs a path}"; shift 2 ;;
       --local) shift ;;
+      --cluster) shift 2 ;;
+      --constraint) constraint="${2?--constraint needs a value}"; shift 2 ;;
+      --ranks-per-node) ranks_per_node="${2:?--ranks-per-node needs a value}"; shift 2 ;;
       --time) time_limit="${2:?--time needs HH:MM:SS}"; shift 2 ;;
       --account) account="${2:?--account needs a name}"; shift 2 ;;
       --partition) partition="${2:?--partition needs a name}"; shift 2 ;;
@@ -73,6 +95,12 @@ study_parse_options() {
   [[ "$D" =~ ^[1-9][0-9]*$ ]] || die "-D is '$D'; it must be a positive whole number"
   [[ "$B" =~ ^[1-9][0-9]*$ ]] || die "-B is '$B'; it must be a positive whole number"
   [[ -f "$config" ]] || die "config '$config' does not exist (run from the repository root)"
+  [[ "$ranks_per_node" =~ ^[1-9][0-9]*$ ]] ||
+    die "--ranks-per-node is '$ranks_per_node'; it must be a positive whole number"
+  if [[ "$cluster" == local && -z "${SLURM_CONF:-}" ]] && ((!dry_run)); then
+    die "--cluster local submits to the cluster of scripts/slurm-local: run" \
+        "scripts/slurm-local up, then eval \"\$(scripts/slurm-local env)\""
+  fi
   planned=0 skipped=0 failed=0
 }
 
@@ -135,10 +163,16 @@ study_point() {
     fi
     return 0
   fi
-  local submit=(sbatch --nodes="$((W * d))" --job-name="$name" --output="$out/$name.%j.out"
-                --time="$time_limit" --chdir="$PWD")
+  local ranks=$((W * d))
+  local submit=(sbatch --nodes="$(((ranks + ranks_per_node - 1) / ranks_per_node))"
+                --ntasks="$ranks" --ntasks-per-node="$((ranks < ranks_per_node ? ranks : ranks_per_node))"
+                --job-name="$name" --output="$out/$name.%j.out" --time="$time_limit"
+                --chdir="$PWD")
   [[ -n "$account" ]] && submit+=(--account="$account")
   [[ -n "$partition" ]] && submit+=(--partition="$partition")
+  # An empty --constraint clears the template's --constraint=gpu; cores per rank likewise.
+  [[ "$cluster" == local ]] && submit+=(--constraint= --cpus-per-task=1)
+  [[ -n "$constraint" ]] && submit+=(--constraint="$constraint")
   submit+=(jobscripts/daint/chimera.sbatch "${point[@]}")
   [[ "$bin" != build/cuda/bin/chimera ]] && submit+=(--bin "$bin")
   if ((dry_run)); then

@@ -69,6 +69,21 @@ class DriverDryRunTest(unittest.TestCase):
             self.assertIn("--compute emulate --cost 10:20", line)
             self.assertIn("--set parallel.stages=4", line)
 
+    def test_local_cluster_submits_the_template_with_its_settings(self):
+        lines = run("jobscripts/weak_scaling", "--cluster", "local", "--dry-run",
+                    "--bin", "/nonexistent").stdout.splitlines()
+        self.assertEqual(len(lines), 3 * 3)  # chimera, 1f1b, gpipe x 4, 8, 16 ranks
+        for line in lines:
+            self.assertTrue(line.startswith("sbatch "))
+            self.assertIn("jobscripts/daint/chimera.sbatch", line)
+            self.assertIn("--partition=debug --constraint= --cpus-per-task=1", line)
+            self.assertIn("--compute emulate --cost 10:20", line)
+            ranks = int(option(line, "--ntasks"))
+            self.assertEqual(int(option(line, "--ntasks-per-node")), min(ranks, 4))
+            self.assertEqual(int(option(line, "--nodes")), (ranks + 3) // 4)
+        bad = run("jobscripts/weak_scaling", "--cluster", "mars", "--dry-run", check=False)
+        self.assertEqual((bad.returncode, bad.stderr.startswith("error: --cluster")), (2, True))
+
     def test_bad_input_exits_2_with_one_line(self):
         for args in (["--nodes", "33"], ["-D", "0"], ["--frobnicate", "1"],
                      ["--config", "absent.toml"]):

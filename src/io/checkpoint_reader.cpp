@@ -6,6 +6,7 @@
 #include "chimera/h5/check.hpp"
 #include "chimera/h5/file.hpp"
 #include "chimera/io/checkpoint.hpp"
+#include "chimera/io/init_weights.hpp"
 
 namespace chimera::io {
 
@@ -37,8 +38,10 @@ struct CheckpointReader::Impl {
                     name, h5::library_error_message());
     h5::Handle type = h5::datatype_handle(H5Dget_type(dataset.get()));
     const std::string dtype = type.valid() ? h5::describe_type(type.get()) : "unreadable";
-    CHIMERA_REQUIRE(dtype == "float32", "{}: tensor '{}' has dtype {}, expected float32", path,
-                    name, dtype);
+    CHIMERA_REQUIRE(is_readable_float(dtype),
+                    "{}: tensor '{}' has dtype {}, expected float32 (or float16, bfloat16, "
+                    "float64, converted)",
+                    path, name, dtype);
     return dataset;
   }
 };
@@ -133,7 +136,7 @@ void CheckpointReader::expect(std::span<const TensorSpec> expected) const {
                     "{}: has no tensor '{}' (the model expects shape {}){}; was it written for "
                     "another model?",
                     path, spec.name, h5::format_shape(spec.shape), expected_shape_note(spec.name));
-    CHIMERA_REQUIRE(it->second->dtype == "float32",
+    CHIMERA_REQUIRE(is_readable_float(it->second->dtype),
                     "{}: tensor '{}' has dtype {}, expected float32", path, spec.name,
                     it->second->dtype);
     CHIMERA_REQUIRE(it->second->spec.shape == spec.shape,

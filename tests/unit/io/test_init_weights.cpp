@@ -52,18 +52,19 @@ std::string write_file(const std::string& name, const testing::NamedTensors& ten
   return path;
 }
 
-// IEEE half precision as h5py defines it (HDF5 1.10 predefines no 16-bit float).
-h5::Handle float16_type() {
+// A 16-bit float with `exponent` and `mantissa` bits: IEEE half (5, 10) as h5py defines it, or
+// bfloat16 (8, 7). HDF5 1.10 predefines neither.
+h5::Handle float16_type(std::size_t exponent, std::size_t mantissa) {
   h5::Handle type = h5::datatype_handle(H5_CHECK(H5Tcopy(H5T_IEEE_F32LE)));
-  H5_CHECK(H5Tset_fields(type.get(), 15, 10, 5, 0, 10));
+  H5_CHECK(H5Tset_fields(type.get(), 15, mantissa, exponent, 0, mantissa));
   H5_CHECK(H5Tset_size(type.get(), 2));
-  H5_CHECK(H5Tset_ebias(type.get(), 15));
+  H5_CHECK(H5Tset_ebias(type.get(), (std::size_t{1} << (exponent - 1)) - 1));
   return type;
 }
 
 TEST(InitWeights, HuggingFaceNamesBuffersAndFloat16) {
   const auto w = weights();
-  const h5::Handle half = float16_type();
+  const h5::Handle half = float16_type(5, 10);
   const std::string path = write_file("hf.h5", w, "transformer.", half.get(),
                                       {{"transformer.h.0.attn.bias", {"mask", {1, 1, 16, 16}}},
                                        {"transformer.h.1.attn.masked_bias", {"mask", {}}}});
@@ -73,6 +74,18 @@ TEST(InitWeights, HuggingFaceNamesBuffersAndFloat16) {
   EXPECT_EQ(init.conversions, "float16 tensors converted to float32 (exactly)");
   std::vector<float> wte(w.values[0].size());
   reader.read(init.file_name.at("wte.weight"), wte);
+  EXPECT_EQ(wte, w.values[0]);
+}
+
+TEST(InitWeights, Bfloat16IsConvertedExactly) {
+  const auto w = weights();
+  const h5::Handle bf16 = float16_type(8, 7);
+  EXPECT_EQ(h5::describe_type(bf16.get()), "bfloat16");
+  const CheckpointReader reader(write_file("bf16.h5", w, "", bf16.get()));
+  const InitWeights init = match_init_weights(reader, w.specs);
+  EXPECT_EQ(init.conversions, "bfloat16 tensors converted to float32 (exactly)");
+  std::vector<float> wte(w.values[0].size());
+  reader.read("wte.weight", wte);
   EXPECT_EQ(wte, w.values[0]);
 }
 

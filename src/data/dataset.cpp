@@ -29,6 +29,10 @@ DatasetShard open_shard(const std::string& path) {
   CHIMERA_REQUIRE(shape.size() == 1, "{}: /{} has shape {}, expected a 1-D array of tokens", path,
                   kTokensDataset, h5::format_shape(shape));
   shard.tokens = shape[0];
+  CHIMERA_REQUIRE(shard.tokens >= 0,
+                  "{}: /{} claims more tokens than any file holds; the file is "
+                  "damaged",
+                  path, kTokensDataset);
 
   h5::Handle type = h5::datatype_handle(H5Dget_type(shard.dataset.get()));
   CHIMERA_REQUIRE(type.valid(), "{}: /{} has an unreadable type", path, kTokensDataset);

@@ -21,6 +21,21 @@ herr_t collect_dataset(hid_t, const char* name, const Info* info, void* names) {
   return 0;
 }
 
+// A tensor's shape, refused when its element count does not fit int64: only a damaged file
+// claims that many (TensorSpec::numel would overflow).
+std::vector<std::int64_t> tensor_shape(hid_t dataset, const std::string& path,
+                                       const std::string& name) {
+  const auto shape = h5::dataset_shape(dataset);
+  std::int64_t elements = 1;
+  for (const std::int64_t d : shape) {
+    CHIMERA_REQUIRE(d >= 0 && !__builtin_mul_overflow(elements, d, &elements),
+                    "{}: tensor '{}' claims more elements than any file holds; the file is "
+                    "damaged",
+                    path, name);
+  }
+  return shape;
+}
+
 std::string expected_shape_note(const std::string& name) {
   return is_optimizer_state(name) ? " (optimizer state: resume with the same model)" : "";
 }
@@ -108,7 +123,7 @@ std::vector<CheckpointReader::Entry> CheckpointReader::entries() const {
     CHIMERA_REQUIRE(dataset.valid(), "{}: tensor '{}' cannot be opened (HDF5: {})", impl_->path,
                     name, h5::library_error_message());
     h5::Handle type = h5::datatype_handle(H5Dget_type(dataset.get()));
-    entries.push_back({{name, h5::dataset_shape(dataset.get())},
+    entries.push_back({{name, tensor_shape(dataset.get(), impl_->path, name)},
                        type.valid() ? h5::describe_type(type.get()) : "unreadable"});
   }
   return entries;
@@ -118,7 +133,7 @@ std::optional<std::vector<std::int64_t>> CheckpointReader::shape(const std::stri
   if (!h5::has_link(impl_->file.get(), name)) return std::nullopt;
   h5::Handle dataset = h5::dataset_handle(H5Dopen2(impl_->file.get(), name.c_str(), H5P_DEFAULT));
   if (!dataset.valid()) return std::nullopt;
-  return h5::dataset_shape(dataset.get());
+  return tensor_shape(dataset.get(), impl_->path, name);
 }
 
 void CheckpointReader::expect(std::span<const TensorSpec> expected) const {
@@ -156,7 +171,7 @@ void CheckpointReader::expect(std::span<const TensorSpec> expected) const {
 
 void CheckpointReader::read(const std::string& name, std::span<float> out) const {
   h5::Handle dataset = impl_->open_tensor(name);
-  const auto shape = h5::dataset_shape(dataset.get());
+  const auto shape = tensor_shape(dataset.get(), impl_->path, name);
   const TensorSpec spec{name, shape};
   CHIMERA_CHECK(static_cast<std::int64_t>(out.size()) == spec.numel(),
                 "reading tensor '{}' of shape {} into {} floats", name, h5::format_shape(shape),
@@ -170,7 +185,7 @@ void CheckpointReader::read(const std::string& name, std::span<float> out) const
 void CheckpointReader::read_rows(const std::string& name, std::int64_t row_begin, std::int64_t rows,
                                  std::span<float> out) const {
   h5::Handle dataset = impl_->open_tensor(name);
-  const auto shape = h5::dataset_shape(dataset.get());
+  const auto shape = tensor_shape(dataset.get(), impl_->path, name);
   CHIMERA_REQUIRE(!shape.empty(), "{}: tensor '{}' is a scalar and has no rows", impl_->path, name);
   CHIMERA_CHECK(row_begin >= 0 && rows >= 0 && row_begin + rows <= shape[0],
                 "rows [{}, {}) of tensor '{}' with {} rows", row_begin, row_begin + rows, name,

@@ -9,7 +9,7 @@
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string path = chimera::fuzz::write_input(data, size, "-dataset.h5");
   try {
-    const auto ds = chimera::data::TokenDataset::open({path});
+    const auto ds = chimera::data::TokenDataset::open({path}, 50257);
     const int T = 4;
     const std::int64_t samples = ds.num_samples(T);
     std::vector<std::int32_t> sample(T + 1);

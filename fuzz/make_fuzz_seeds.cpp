@@ -1,4 +1,6 @@
-// Writes small valid inputs for the fuzz targets: datasets (uint16 and int32), checkpoints and
+// Writes small valid inputs for the fuzz targets: datasets (uint16 and int32, and one as h5py
+// writes it: int64 tokens, variable-length string attributes), checkpoints (Chimera's, and
+// Hugging Face named tensors with a tied lm_head and a variable-length string attribute) and
 // safetensors files.
 // usage: make_fuzz_seeds CORPUS_DIR  (creates
 // CORPUS_DIR/{dataset,checkpoint,safetensors,tokenizer}/)
@@ -9,8 +11,36 @@
 #include <numeric>
 
 #include "chimera/data/dataset_writer.hpp"
+#include "chimera/h5/file.hpp"
 #include "chimera/io/checkpoint.hpp"
 #include "chimera/io/safetensors.hpp"
+
+namespace {
+
+using chimera::h5::Handle;
+
+// What h5py writes for a Python str: a variable-length UTF-8 string.
+void write_vlen_string(hid_t object, const char* name, const char* text) {
+  Handle type = chimera::h5::datatype_handle(H5Tcopy(H5T_C_S1));
+  H5Tset_size(type.get(), H5T_VARIABLE);
+  H5Tset_cset(type.get(), H5T_CSET_UTF8);
+  Handle space = chimera::h5::dataspace_handle(H5Screate(H5S_SCALAR));
+  Handle attribute = chimera::h5::attribute_handle(
+      H5Acreate2(object, name, type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT));
+  H5Awrite(attribute.get(), type.get(), &text);
+}
+
+template <typename T>
+void write_array(hid_t file, const char* name, hid_t stored, hid_t memory,
+                 const std::vector<hsize_t>& dims, const std::vector<T>& values) {
+  Handle space = chimera::h5::dataspace_handle(
+      H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr));
+  Handle dataset = chimera::h5::dataset_handle(
+      H5Dcreate2(file, name, stored, space.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+  H5Dwrite(dataset.get(), memory, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data());
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   namespace fs = std::filesystem;
@@ -28,7 +58,25 @@ int main(int argc, char** argv) {
     writer.finish();
   }
 
+  {
+    Handle file = chimera::h5::create_file((root / "dataset" / "h5py.h5").string());
+    write_array(file.get(), "tokens", H5T_STD_I64LE, H5T_NATIVE_INT32, {tokens.size()}, tokens);
+    write_vlen_string(file.get(), "tokenizer", "gpt2");
+    write_vlen_string(file.get(), "vocab_size", "50257");
+    chimera::h5::write_int_attribute(file.get(), "eos_token", 50256);
+  }
+
   std::vector<float> wte(16 * 8, 0.5f), bias(8, -1.0f);
+  {
+    Handle file = chimera::h5::create_file((root / "checkpoint" / "hf.h5").string());
+    write_array(file.get(), "transformer.wte.weight", H5T_IEEE_F64LE, H5T_NATIVE_FLOAT, {16, 8},
+                wte);
+    write_array(file.get(), "lm_head.weight", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, {16, 8}, wte);
+    write_array(file.get(), "transformer.ln_f.bias", H5T_IEEE_F64LE, H5T_NATIVE_FLOAT, {8}, bias);
+    write_array(file.get(), "transformer.h.0.attn.bias", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, {8},
+                bias);
+    write_vlen_string(file.get(), "config", "{\"model_type\": \"gpt2\"}");
+  }
   const std::vector<chimera::io::TensorData> tensors{
       {{"wte.weight", {16, 8}}, wte},
       {{"ln_f.bias", {8}}, bias},

@@ -1,15 +1,52 @@
 // `chimera inspect`: describe a token dataset, a checkpoint, a schedule JSON or a Chrome trace.
+#include <algorithm>
 #include <cstdio>
+#include <optional>
 
 #include "chimera/core/error.hpp"
 #include "chimera/core/log.hpp"
 #include "chimera/data/describe.hpp"
 #include "chimera/io/describe.hpp"
+#include "chimera/model/parameters.hpp"
+#include "chimera/model/partition.hpp"
 #include "commands.hpp"
 
 namespace chimera::cli {
 
 namespace {
+
+// The GPT-2 whose weights a file's tensors look like: V and C from wte.weight, n_ctx from
+// wpe.weight, n_layer from the h.{i} names (with or without Hugging Face's "transformer."
+// prefix). n_head shapes no tensor, so any divisor of n_embd would do.
+io::ModelGuess guess_gpt2(const io::CheckpointReader& reader) {
+  std::optional<std::vector<std::int64_t>> wte, wpe;
+  int n_layer = 0;
+  for (const auto& e : reader.entries()) {
+    std::string name = e.spec.name;
+    if (name.starts_with("transformer.")) name = name.substr(std::string("transformer.").size());
+    if (name == "wte.weight") wte = e.spec.shape;
+    if (name == "wpe.weight") wpe = e.spec.shape;
+    int block = -1;
+    if (std::sscanf(name.c_str(), "h.%d.", &block) == 1) n_layer = std::max(n_layer, block + 1);
+  }
+  CHIMERA_REQUIRE(wte && wpe && wte->size() == 2 && wpe->size() == 2 && n_layer > 0,
+                  "{}: no GPT-2 weights (2-D wte.weight and wpe.weight and blocks h.0, h.1, ...)",
+                  reader.path());
+  ModelConfig shape;
+  shape.n_layer = n_layer;
+  shape.n_embd = static_cast<int>((*wte)[1]);
+  shape.n_head = 1;
+  shape.n_ctx = static_cast<int>((*wpe)[0]);
+  shape.vocab_size = static_cast<int>((*wte)[0]);
+  const auto config = model::GPT2Config::from(shape);
+  const model::ParameterLayout layout(config, model::balanced_partition(config, 1, config.n_ctx));
+  io::ModelGuess guess;
+  for (const auto* t : layout.all()) guess.weights.push_back({t->name, t->shape});
+  guess.description = fmt::format("n_layer={} n_embd={} n_ctx={} vocab_size={}", config.n_layer,
+                                  config.n_embd, config.n_ctx, config.vocab_size);
+  return guess;
+}
+
 struct InspectOptions {
   std::vector<std::string> files;
   data::DatasetDescribeOptions dataset;
@@ -45,6 +82,7 @@ Run add_inspect_command(CLI::App& app) {
 
   return [o]() -> int {
     o->checkpoint.norms = !o->skip_norms;
+    o->checkpoint.guess_model = guess_gpt2;
     for (const std::string& file : o->files) {
       std::string text;
       switch (io::detect_file_kind(file)) {

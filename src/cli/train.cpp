@@ -81,8 +81,9 @@ Run add_train_command(CLI::App& app) {
                 "Continue from the latest checkpoint in --save-dir (starts from step 0 if there "
                 "is none yet, so a requeued job can always pass --resume)");
   cmd->add_option("--init", f->init,
-                  "Start from the weights of this checkpoint (step 0, fresh optimizer state); "
-                  "any D and W can load it");
+                  "Start from the weights of this checkpoint, or of any HDF5 file of GPT-2 "
+                  "tensors with Hugging Face names (step 0, fresh optimizer state); any D and W "
+                  "can load it");
   cmd->add_option("--stop-after", f->stop_after,
                   "Run at most K steps in this invocation, then checkpoint and exit; the LR "
                   "schedule still spans train.steps (for chains of jobs shorter than the run)");

@@ -1,5 +1,7 @@
 #include "chimera/data/dataset.hpp"
 
+#include <algorithm>
+
 #include "chimera/core/error.hpp"
 #include "chimera/h5/check.hpp"
 #include "chimera/h5/file.hpp"
@@ -9,14 +11,17 @@ namespace chimera::data {
 namespace {
 
 constexpr const char* kWhat = "token dataset (HDF5 with /tokens, see `chimera prep`)";
+// Tokens are held as int32, so no vocabulary reaches beyond this.
+constexpr std::int64_t kMaxTokenLimit = std::int64_t{INT32_MAX};
 
 DatasetShard open_shard(const std::string& path) {
   DatasetShard shard;
   shard.path = path;
   shard.file = h5::open_file_read(path, kWhat);
-  CHIMERA_REQUIRE(h5::has_link(shard.file.get(), kTokensDataset),
-                  "{}: has no /{} dataset (expected a token dataset made by `chimera prep`)", path,
-                  kTokensDataset);
+  CHIMERA_REQUIRE(
+      h5::has_link(shard.file.get(), kTokensDataset),
+      "{}: has no /{} dataset (expected a token dataset: /tokens, 1-D integer token ids)", path,
+      kTokensDataset);
   shard.dataset = h5::dataset_handle(H5Dopen2(shard.file.get(), kTokensDataset, H5P_DEFAULT));
   CHIMERA_REQUIRE(shard.dataset.valid(), "{}: /{} is not a dataset that can be opened (HDF5: {})",
                   path, kTokensDataset, h5::library_error_message());
@@ -24,13 +29,22 @@ DatasetShard open_shard(const std::string& path) {
   CHIMERA_REQUIRE(shape.size() == 1, "{}: /{} has shape {}, expected a 1-D array of tokens", path,
                   kTokensDataset, h5::format_shape(shape));
   shard.tokens = shape[0];
+  CHIMERA_REQUIRE(shard.tokens >= 0,
+                  "{}: /{} claims more tokens than any file holds; the file is "
+                  "damaged",
+                  path, kTokensDataset);
 
   h5::Handle type = h5::datatype_handle(H5Dget_type(shard.dataset.get()));
   CHIMERA_REQUIRE(type.valid(), "{}: /{} has an unreadable type", path, kTokensDataset);
   shard.dtype = h5::describe_type(type.get());
-  CHIMERA_REQUIRE(shard.dtype == "uint16" || shard.dtype == "int32",
-                  "{}: /{} has dtype {}, expected uint16 (vocab <= 65536) or int32", path,
-                  kTokensDataset, shard.dtype);
+  // Any integer of 8 to 64 bits reads exactly through a 64-bit integer of its sign.
+  const std::size_t bytes = H5Tget_size(type.get());
+  CHIMERA_REQUIRE(H5Tget_class(type.get()) == H5T_INTEGER && bytes >= 1 && bytes <= 8,
+                  "{}: /{} has dtype {}, expected integer token ids: uint16, int32, uint32 or "
+                  "int64 (in h5py: create_dataset(\"tokens\", data=numpy.asarray(ids, "
+                  "dtype=numpy.uint16)))",
+                  path, kTokensDataset, shard.dtype);
+  shard.is_signed = H5Tget_sign(type.get()) != H5T_SGN_NONE;
 
   h5::Handle create = h5::plist_handle(H5Dget_create_plist(shard.dataset.get()));
   if (create.valid() && H5Pget_layout(create.get()) == H5D_CHUNKED) {
@@ -41,36 +55,44 @@ DatasetShard open_shard(const std::string& path) {
   return shard;
 }
 
+template <typename T>
+std::string or_absent(const std::optional<T>& value) {
+  return value ? fmt::format("{}", *value) : "absent";
+}
+
 }  // namespace
 
-TokenDataset TokenDataset::open(const std::vector<std::string>& paths) {
+TokenDataset TokenDataset::open(const std::vector<std::string>& paths, std::int64_t vocabulary) {
   CHIMERA_REQUIRE(!paths.empty(), "no token dataset files given (expected one or more .h5 shards)");
+  CHIMERA_CHECK(vocabulary >= 0 && vocabulary <= kMaxTokenLimit, "vocabulary {}", vocabulary);
   TokenDataset ds;
+  ds.token_limit_ = vocabulary > 0 ? vocabulary : kMaxTokenLimit;
+  ds.limit_name_ = vocabulary > 0 ? fmt::format("model.vocab_size = {}", vocabulary)
+                                  : fmt::format("{}", kMaxTokenLimit);
   for (const std::string& path : paths) {
     DatasetShard shard = open_shard(path);
     const hid_t root = shard.file.get();
-    const std::int64_t vocab = h5::read_int_attribute(root, kVocabSizeAttribute, path + ": /");
-    const std::int64_t eos = h5::read_int_attribute(root, kEosTokenAttribute, path + ": /");
-    const std::string tokenizer =
-        h5::read_string_attribute(root, kTokenizerAttribute, path + ": /");
-    CHIMERA_REQUIRE(vocab > 0 && vocab <= (std::int64_t{1} << 31) - 1,
-                    "{}: vocab_size = {}, expected a positive 32-bit count", path, vocab);
-    CHIMERA_REQUIRE(eos >= 0 && eos < vocab, "{}: eos_token = {} is outside [0, vocab_size = {})",
-                    path, eos, vocab);
-    CHIMERA_REQUIRE(shard.dtype == "int32" || vocab <= kMaxUint16Vocab,
-                    "{}: /{} is uint16 but vocab_size = {} needs int32", path, kTokensDataset,
-                    vocab);
+    const std::string context = path + ": /";
+    const auto vocab = h5::read_optional_int_attribute(root, kVocabSizeAttribute, context);
+    const auto eos = h5::read_optional_int_attribute(root, kEosTokenAttribute, context);
+    const auto tokenizer = h5::read_optional_string_attribute(root, kTokenizerAttribute, context);
+    CHIMERA_REQUIRE(!vocab || (*vocab > 0 && *vocab <= kMaxTokenLimit),
+                    "{}: vocab_size = {}, expected a positive 32-bit count", path, *vocab);
+    CHIMERA_REQUIRE(!eos || (*eos >= 0 && *eos < vocab.value_or(kMaxTokenLimit)),
+                    "{}: eos_token = {} is outside [0, vocab_size = {})", path, *eos,
+                    vocab.value_or(kMaxTokenLimit));
     if (ds.shards_.empty()) {
-      ds.vocab_size_ = static_cast<int>(vocab);
-      ds.eos_token_ = static_cast<std::int32_t>(eos);
+      ds.vocab_size_ = vocab;
+      ds.eos_token_ = eos;
       ds.tokenizer_ = tokenizer;
     } else {
       const std::string& first = ds.shards_.front().path;
       CHIMERA_REQUIRE(vocab == ds.vocab_size_ && eos == ds.eos_token_ && tokenizer == ds.tokenizer_,
                       "{}: (vocab_size, eos_token, tokenizer) = ({}, {}, {}) differs from {}'s "
                       "({}, {}, {}); all shards of a dataset must share one tokenizer",
-                      path, vocab, eos, tokenizer, first, ds.vocab_size_, ds.eos_token_,
-                      ds.tokenizer_);
+                      path, or_absent(vocab), or_absent(eos), or_absent(tokenizer), first,
+                      or_absent(ds.vocab_size_), or_absent(ds.eos_token_),
+                      or_absent(ds.tokenizer_));
     }
     ds.shards_.push_back(std::move(shard));
   }
@@ -105,16 +127,43 @@ void TokenDataset::read_tokens(std::size_t shard_index, std::int64_t offset,
   H5_CHECK(
       H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, &start, nullptr, &length, nullptr));
   h5::Handle memory_space = h5::dataspace_handle(H5_CHECK(H5Screate_simple(1, &length, nullptr)));
-  CHIMERA_REQUIRE(H5Dread(shard.dataset.get(), H5T_NATIVE_INT32, memory_space.get(),
-                          file_space.get(), H5P_DEFAULT, out.data()) >= 0,
-                  "{}: reading tokens [{}, {}) failed: the file is damaged or truncated (HDF5: {})",
-                  shard.path, offset, offset + count, h5::library_error_message());
-  for (std::int64_t i = 0; i < count; ++i) {
-    const std::int32_t token = out[static_cast<std::size_t>(i)];
-    CHIMERA_REQUIRE(token >= 0 && token < vocab_size_,
-                    "{}: token {} at index {} is outside [0, vocab_size = {})", shard.path, token,
-                    offset + i, vocab_size_);
+  // Read at full width and checked before narrowing: a token that does not fit int32 is
+  // reported as it is, never clipped or wrapped into the vocabulary.
+  std::vector<std::int64_t> wide(out.size());
+  CHIMERA_REQUIRE(
+      H5Dread(shard.dataset.get(), shard.is_signed ? H5T_NATIVE_INT64 : H5T_NATIVE_UINT64,
+              memory_space.get(), file_space.get(), H5P_DEFAULT, wide.data()) >= 0,
+      "{}: reading tokens [{}, {}) failed: the file is damaged or truncated (HDF5: {})", shard.path,
+      offset, offset + count, h5::library_error_message());
+  for (std::size_t i = 0; i < wide.size(); ++i) {
+    const std::int64_t token = wide[i];
+    const bool in_range = shard.is_signed ? token >= 0 && token < token_limit_
+                                          : static_cast<std::uint64_t>(token) <
+                                                static_cast<std::uint64_t>(token_limit_);
+    if (!in_range) {
+      const std::string shown = shard.is_signed ? std::to_string(token)
+                                                : std::to_string(static_cast<std::uint64_t>(token));
+      throw InputError(fmt::format("{}: token {} at offset {} of /{} is outside [0, {})",
+                                   shard.path, shown, offset + static_cast<std::int64_t>(i),
+                                   kTokensDataset, limit_name_));
+    }
+    out[i] = static_cast<std::int32_t>(token);
   }
+}
+
+TokenAt TokenDataset::max_token(std::size_t shard) const {
+  CHIMERA_CHECK(shard < shards_.size(), "shard {} of {}", shard, shards_.size());
+  constexpr std::int64_t kBlock = std::int64_t{1} << 20;
+  TokenAt max{-1, -1};
+  std::vector<std::int32_t> block;
+  const std::int64_t n = shards_[shard].tokens;
+  for (std::int64_t at = 0; at < n; at += kBlock) {
+    block.resize(static_cast<std::size_t>(std::min(kBlock, n - at)));
+    read_tokens(shard, at, block);
+    const auto it = std::max_element(block.begin(), block.end());
+    if (*it > max.token) max = {*it, at + (it - block.begin())};
+  }
+  return max;
 }
 
 void TokenDataset::read_sample(std::int64_t sample, int seq_len,

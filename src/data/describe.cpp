@@ -15,7 +15,8 @@ namespace {
 std::optional<Tokenizer> try_tokenizer(const TokenDataset& ds, const std::string& dir,
                                        std::string& why_not) {
   if (ds.tokenizer() != "gpt2") {
-    why_not = fmt::format("tokenizer '{}' is not GPT-2's", ds.tokenizer());
+    why_not = ds.tokenizer() ? fmt::format("tokenizer '{}' is not GPT-2's", *ds.tokenizer())
+                             : "the file names no tokenizer";
     return std::nullopt;
   }
   if (dir.empty()) {
@@ -55,8 +56,22 @@ std::string describe_dataset(const std::string& path, const DatasetDescribeOptio
   out << fmt::format(
       "{}: token dataset\n  tokens      {} ({}{})\n", path, ds.num_tokens(), shard.dtype,
       shard.chunk_tokens > 0 ? fmt::format(", chunks of {}", shard.chunk_tokens) : ", not chunked");
-  out << fmt::format("  vocabulary  vocab_size {}, eos_token {}, tokenizer {}\n", ds.vocab_size(),
-                     ds.eos_token(), ds.tokenizer());
+  const auto shown = [](const auto& value) {
+    return value ? fmt::format("{}", *value) : std::string("absent");
+  };
+  out << fmt::format("  vocabulary  vocab_size {}, eos_token {}, tokenizer {}\n",
+                     shown(ds.vocab_size()), shown(ds.eos_token()), shown(ds.tokenizer()));
+  // What `chimera train` checks: every token read below the model's vocab_size.
+  const TokenAt max = ds.max_token(0);
+  if (max.offset >= 0) {
+    const bool beyond = ds.vocab_size() && max.token >= *ds.vocab_size();
+    out << fmt::format(
+        "  token ids   max {} (first at offset {}){}: trains with model.vocab_size "
+        ">= {}\n",
+        max.token, max.offset,
+        beyond ? fmt::format(", at or above the file's vocab_size {}", *ds.vocab_size()) : "",
+        max.token + 1);
+  }
   out << "  samples    ";
   if (options.seq_len > 0) {
     out << fmt::format(" T={}: {}", options.seq_len, ds.num_samples(options.seq_len));

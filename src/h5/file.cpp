@@ -1,6 +1,5 @@
 #include "chimera/h5/file.hpp"
 
-#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -48,91 +47,6 @@ bool has_attribute(hid_t object, const std::string& name) {
   return H5Aexists(object, name.c_str()) > 0;
 }
 
-namespace {
-
-Handle scalar_space() {
-  return dataspace_handle(H5_CHECK(H5Screate(H5S_SCALAR), "scalar dataspace"));
-}
-
-Handle open_attribute(hid_t object, const std::string& name, const std::string& context) {
-  CHIMERA_REQUIRE(has_attribute(object, name), "{}: attribute '{}' is missing", context, name);
-  Handle attribute = attribute_handle(H5Aopen(object, name.c_str(), H5P_DEFAULT));
-  CHIMERA_REQUIRE(attribute.valid(), "{}: attribute '{}' cannot be opened (HDF5: {})", context,
-                  name, library_error_message());
-  Handle space = dataspace_handle(H5Aget_space(attribute.get()));
-  CHIMERA_REQUIRE(space.valid() && H5Sget_simple_extent_npoints(space.get()) == 1,
-                  "{}: attribute '{}' must hold exactly one value", context, name);
-  return attribute;
-}
-
-}  // namespace
-
-void write_int_attribute(hid_t object, const std::string& name, std::int64_t value) {
-  Handle space = scalar_space();
-  Handle attribute = attribute_handle(H5_CHECK(
-      H5Acreate2(object, name.c_str(), H5T_STD_I64LE, space.get(), H5P_DEFAULT, H5P_DEFAULT),
-      "creating attribute {}", name));
-  H5_CHECK(H5Awrite(attribute.get(), H5T_NATIVE_INT64, &value), "writing attribute {}", name);
-}
-
-std::int64_t read_int_attribute(hid_t object, const std::string& name, const std::string& context) {
-  Handle attribute = open_attribute(object, name, context);
-  Handle type = datatype_handle(H5Aget_type(attribute.get()));
-  CHIMERA_REQUIRE(type.valid() && H5Tget_class(type.get()) == H5T_INTEGER,
-                  "{}: attribute '{}' must be an integer, found {}", context, name,
-                  type.valid() ? describe_type(type.get()) : "an unreadable type");
-  std::int64_t value = 0;
-  CHIMERA_REQUIRE(H5Aread(attribute.get(), H5T_NATIVE_INT64, &value) >= 0,
-                  "{}: attribute '{}' cannot be read as an integer (HDF5: {})", context, name,
-                  library_error_message());
-  return value;
-}
-
-void write_string_attribute(hid_t object, const std::string& name, const std::string& value) {
-  // Fixed-length (see read_string_attribute); HDF5 sizes must be positive, so "" takes one NUL.
-  Handle type = datatype_handle(H5_CHECK(H5Tcopy(H5T_C_S1), "string type"));
-  H5_CHECK(H5Tset_size(type.get(), std::max<std::size_t>(value.size(), 1)));
-  H5_CHECK(H5Tset_strpad(type.get(), H5T_STR_NULLPAD));
-  H5_CHECK(H5Tset_cset(type.get(), H5T_CSET_UTF8));
-  Handle space = scalar_space();
-  Handle attribute = attribute_handle(
-      H5_CHECK(H5Acreate2(object, name.c_str(), type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT),
-               "creating attribute {}", name));
-  std::string padded = value;
-  padded.resize(std::max<std::size_t>(value.size(), 1), '\0');
-  H5_CHECK(H5Awrite(attribute.get(), type.get(), padded.data()), "writing attribute {}", name);
-}
-
-std::string read_string_attribute(hid_t object, const std::string& name,
-                                  const std::string& context) {
-  Handle attribute = open_attribute(object, name, context);
-  Handle stored = datatype_handle(H5Aget_type(attribute.get()));
-  CHIMERA_REQUIRE(stored.valid() && H5Tget_class(stored.get()) == H5T_STRING,
-                  "{}: attribute '{}' must be a string, found {}", context, name,
-                  stored.valid() ? describe_type(stored.get()) : "an unreadable type");
-  // HDF5 1.10 reads variable-length strings through its global heap without checking the
-  // lengths a damaged file claims (out-of-bounds copies and huge allocations, found by
-  // fuzz/fuzz_checkpoint), so only fixed-length strings are read.
-  CHIMERA_REQUIRE(H5Tis_variable_str(stored.get()) == 0,
-                  "{}: attribute '{}' is a variable-length string; Chimera reads fixed-length "
-                  "strings only (in h5py: attrs['{}'] = numpy.bytes_(text))",
-                  context, name, name);
-  const std::size_t size = H5Tget_size(stored.get());
-  CHIMERA_REQUIRE(size > 0 && size < (std::size_t{1} << 30),
-                  "{}: attribute '{}' has an invalid string size {}", context, name, size);
-  Handle type = datatype_handle(H5_CHECK(H5Tcopy(H5T_C_S1), "string type"));
-  H5_CHECK(H5Tset_size(type.get(), size));
-  H5_CHECK(H5Tset_strpad(type.get(), H5T_STR_NULLPAD));
-  // HDF5 converts between ASCII and UTF-8 strings no more than between strings and numbers.
-  H5_CHECK(H5Tset_cset(type.get(), H5Tget_cset(stored.get())));
-  std::string value(size, '\0');
-  CHIMERA_REQUIRE(H5Aread(attribute.get(), type.get(), value.data()) >= 0,
-                  "{}: attribute '{}' cannot be read (HDF5: {})", context, name,
-                  library_error_message());
-  value.resize(value.find('\0') == std::string::npos ? size : value.find('\0'));
-  return value;
-}
-
 std::vector<std::int64_t> dataset_shape(hid_t dataset) {
   Handle space = dataspace_handle(H5_CHECK(H5Dget_space(dataset), "dataspace of a dataset"));
   const int rank = H5_CHECK(H5Sget_simple_extent_ndims(space.get()), "dataset rank");
@@ -146,8 +60,12 @@ std::string describe_type(hid_t datatype) {
   switch (H5Tget_class(datatype)) {
     case H5T_INTEGER:
       return fmt::format("{}int{}", H5Tget_sign(datatype) == H5T_SGN_NONE ? "u" : "", bits);
-    case H5T_FLOAT:
-      return fmt::format("float{}", bits);
+    case H5T_FLOAT: {
+      // bfloat16 has float32's 8-bit exponent; float16 a 5-bit one.
+      std::size_t sign = 0, exponent_pos = 0, exponent_bits = 0, mantissa_pos = 0, mantissa = 0;
+      H5Tget_fields(datatype, &sign, &exponent_pos, &exponent_bits, &mantissa_pos, &mantissa);
+      return bits == 16 && exponent_bits == 8 ? "bfloat16" : fmt::format("float{}", bits);
+    }
     case H5T_STRING:
       return "string";
     case H5T_COMPOUND:

@@ -6,6 +6,7 @@
 #include "chimera/h5/check.hpp"
 #include "chimera/h5/file.hpp"
 #include "chimera/io/checkpoint.hpp"
+#include "chimera/io/init_weights.hpp"
 
 namespace chimera::io {
 
@@ -18,6 +19,21 @@ herr_t collect_dataset(hid_t, const char* name, const Info* info, void* names) {
   if (info->type == H5O_TYPE_DATASET)
     static_cast<std::vector<std::string>*>(names)->push_back(name);
   return 0;
+}
+
+// A tensor's shape, refused when its element count does not fit int64: only a damaged file
+// claims that many (TensorSpec::numel would overflow).
+std::vector<std::int64_t> tensor_shape(hid_t dataset, const std::string& path,
+                                       const std::string& name) {
+  const auto shape = h5::dataset_shape(dataset);
+  std::int64_t elements = 1;
+  for (const std::int64_t d : shape) {
+    CHIMERA_REQUIRE(d >= 0 && !__builtin_mul_overflow(elements, d, &elements),
+                    "{}: tensor '{}' claims more elements than any file holds; the file is "
+                    "damaged",
+                    path, name);
+  }
+  return shape;
 }
 
 std::string expected_shape_note(const std::string& name) {
@@ -37,8 +53,10 @@ struct CheckpointReader::Impl {
                     name, h5::library_error_message());
     h5::Handle type = h5::datatype_handle(H5Dget_type(dataset.get()));
     const std::string dtype = type.valid() ? h5::describe_type(type.get()) : "unreadable";
-    CHIMERA_REQUIRE(dtype == "float32", "{}: tensor '{}' has dtype {}, expected float32", path,
-                    name, dtype);
+    CHIMERA_REQUIRE(is_readable_float(dtype),
+                    "{}: tensor '{}' has dtype {}, expected float32 (or float16, bfloat16, "
+                    "float64, converted)",
+                    path, name, dtype);
     return dataset;
   }
 };
@@ -105,7 +123,7 @@ std::vector<CheckpointReader::Entry> CheckpointReader::entries() const {
     CHIMERA_REQUIRE(dataset.valid(), "{}: tensor '{}' cannot be opened (HDF5: {})", impl_->path,
                     name, h5::library_error_message());
     h5::Handle type = h5::datatype_handle(H5Dget_type(dataset.get()));
-    entries.push_back({{name, h5::dataset_shape(dataset.get())},
+    entries.push_back({{name, tensor_shape(dataset.get(), impl_->path, name)},
                        type.valid() ? h5::describe_type(type.get()) : "unreadable"});
   }
   return entries;
@@ -115,7 +133,7 @@ std::optional<std::vector<std::int64_t>> CheckpointReader::shape(const std::stri
   if (!h5::has_link(impl_->file.get(), name)) return std::nullopt;
   h5::Handle dataset = h5::dataset_handle(H5Dopen2(impl_->file.get(), name.c_str(), H5P_DEFAULT));
   if (!dataset.valid()) return std::nullopt;
-  return h5::dataset_shape(dataset.get());
+  return tensor_shape(dataset.get(), impl_->path, name);
 }
 
 void CheckpointReader::expect(std::span<const TensorSpec> expected) const {
@@ -133,7 +151,7 @@ void CheckpointReader::expect(std::span<const TensorSpec> expected) const {
                     "{}: has no tensor '{}' (the model expects shape {}){}; was it written for "
                     "another model?",
                     path, spec.name, h5::format_shape(spec.shape), expected_shape_note(spec.name));
-    CHIMERA_REQUIRE(it->second->dtype == "float32",
+    CHIMERA_REQUIRE(is_readable_float(it->second->dtype),
                     "{}: tensor '{}' has dtype {}, expected float32", path, spec.name,
                     it->second->dtype);
     CHIMERA_REQUIRE(it->second->spec.shape == spec.shape,
@@ -153,7 +171,7 @@ void CheckpointReader::expect(std::span<const TensorSpec> expected) const {
 
 void CheckpointReader::read(const std::string& name, std::span<float> out) const {
   h5::Handle dataset = impl_->open_tensor(name);
-  const auto shape = h5::dataset_shape(dataset.get());
+  const auto shape = tensor_shape(dataset.get(), impl_->path, name);
   const TensorSpec spec{name, shape};
   CHIMERA_CHECK(static_cast<std::int64_t>(out.size()) == spec.numel(),
                 "reading tensor '{}' of shape {} into {} floats", name, h5::format_shape(shape),
@@ -167,7 +185,7 @@ void CheckpointReader::read(const std::string& name, std::span<float> out) const
 void CheckpointReader::read_rows(const std::string& name, std::int64_t row_begin, std::int64_t rows,
                                  std::span<float> out) const {
   h5::Handle dataset = impl_->open_tensor(name);
-  const auto shape = h5::dataset_shape(dataset.get());
+  const auto shape = tensor_shape(dataset.get(), impl_->path, name);
   CHIMERA_REQUIRE(!shape.empty(), "{}: tensor '{}' is a scalar and has no rows", impl_->path, name);
   CHIMERA_CHECK(row_begin >= 0 && rows >= 0 && row_begin + rows <= shape[0],
                 "rows [{}, {}) of tensor '{}' with {} rows", row_begin, row_begin + rows, name,

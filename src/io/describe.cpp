@@ -11,6 +11,7 @@
 #include "chimera/h5/check.hpp"
 #include "chimera/h5/file.hpp"
 #include "chimera/io/checkpoint.hpp"
+#include "chimera/io/init_weights.hpp"
 
 namespace chimera::io {
 
@@ -57,7 +58,12 @@ FileKind detect_file_kind(const std::string& path) {
                     path));
   }
   h5::Handle file = h5::open_file_read(path, "dataset, checkpoint, schedule JSON or trace");
-  return h5::has_link(file.get(), "tokens") ? FileKind::TokenDataset : FileKind::Checkpoint;
+  // A file with a dataset's attributes but no /tokens is a broken dataset: the dataset reader
+  // says what is missing, as `train` would.
+  const bool dataset_like =
+      h5::has_link(file.get(), "tokens") || h5::has_attribute(file.get(), "vocab_size") ||
+      h5::has_attribute(file.get(), "eos_token") || h5::has_attribute(file.get(), "tokenizer");
+  return dataset_like ? FileKind::TokenDataset : FileKind::Checkpoint;
 }
 
 std::string describe_checkpoint(const std::string& path, const CheckpointDescribeOptions& options) {
@@ -81,10 +87,17 @@ std::string describe_checkpoint(const std::string& path, const CheckpointDescrib
     if (options.show_config)
       out << "  config:\n" << meta.config << (meta.config.ends_with('\n') ? "" : "\n");
   } else {
-    out << fmt::format(
-        "{}: HDF5 tensors without Chimera's checkpoint attributes (usable with "
-        "--init only)\n",
-        path);
+    out << fmt::format("{}: HDF5 tensors without Chimera's checkpoint attributes\n", path);
+  }
+  if (options.guess_model) {
+    try {
+      const ModelGuess guess = options.guess_model(reader);
+      const InitWeights init = match_init_weights(reader, guess.weights);
+      out << fmt::format("  usable with --init for a model with {}{}\n", guess.description,
+                         init.conversions.empty() ? "" : " (" + init.conversions + ")");
+    } catch (const InputError& e) {
+      out << fmt::format("  not usable with --init: {}\n", e.what());
+    }
   }
 
   const auto entries = reader.entries();
@@ -95,7 +108,7 @@ std::string describe_checkpoint(const std::string& path, const CheckpointDescrib
   std::int64_t weights = 0, optimizer = 0;
   for (const auto& e : entries) {
     std::string norm;
-    if (options.norms && e.dtype == "float32") {
+    if (options.norms && is_readable_float(e.dtype)) {
       std::vector<float> v(static_cast<std::size_t>(e.spec.numel()));
       reader.read(e.spec.name, v);
       double sum = 0;

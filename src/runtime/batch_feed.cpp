@@ -24,11 +24,9 @@ BatchFeed::BatchFeed(const RunPlan& plan) : plan_(plan) {
   CHIMERA_REQUIRE(!plan.config.data.train.empty(),
                   "data.train is empty: name the training token shards (HDF5 from `chimera prep`), "
                   "e.g. --set data.train=data/austen/train.h5");
-  dataset_.emplace(data::TokenDataset::open(plan.config.data.train));
-  CHIMERA_REQUIRE(dataset_->vocab_size() <= plan.model.vocab_size,
-                  "{} has vocab_size {} but model.vocab_size is {}: the model must cover every "
-                  "token id",
-                  dataset_->describe(), dataset_->vocab_size(), plan.model.vocab_size);
+  // Every token read is checked against the model's vocabulary: a file declaring another
+  // vocab_size trains as long as its tokens fit the model.
+  dataset_.emplace(data::TokenDataset::open(plan.config.data.train, plan.model.vocab_size));
   dataset_->require_samples(layout_.global_batch(), plan.seq_len,
                             fmt::format("one global batch (W*N*B = {}*{}*{})", layout_.replicas,
                                         layout_.micro_batches, layout_.micro_batch_size));

@@ -24,7 +24,7 @@ Evaluator::Evaluator(const RunPlan& plan, model::GPT2Worker& worker, MessageStag
                   "train.eval_every = {} needs a validation split: set data.val (HDF5 shards from "
                   "`chimera prep`)",
                   plan.config.train.eval_every);
-  dataset_.emplace(data::TokenDataset::open(plan.config.data.val));
+  dataset_.emplace(data::TokenDataset::open(plan.config.data.val, plan.model.vocab_size));
   dataset_->require_samples(plan.schedule_mb_size, plan.seq_len, "one validation micro-batch");
 }
 

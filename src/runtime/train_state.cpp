@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "chimera/comm/mpi.hpp"
+#include "chimera/io/init_weights.hpp"
 #include "chimera/optim/clip.hpp"
 
 namespace chimera::runtime {
@@ -120,12 +121,11 @@ std::string TrainState::save(const io::CheckpointDirectory& dir, const io::Check
   return dir.save(comms_.pipeline(), tensors, meta);
 }
 
-io::CheckpointMeta TrainState::load(const std::string& path, bool weights_only) {
+io::CheckpointMeta TrainState::resume(const std::string& path) {
   const io::CheckpointReader reader(path);
   const auto meta = reader.meta();
-  reader.expect(specs(!weights_only));
+  reader.expect(specs(true));
   read_weights(reader, worker_);
-  if (weights_only) return meta;
   for (const auto* t : worker_.tensors()) {
     std::vector<float> host(t->numel);
     auto& m = *moments_.at(t->stage);
@@ -135,6 +135,17 @@ io::CheckpointMeta TrainState::load(const std::string& path, bool weights_only) 
     worker_.write_tensor(*t, m.v.f32(), host);
   }
   return meta;
+}
+
+std::string TrainState::init(const std::string& path) {
+  const io::CheckpointReader reader(path);
+  const io::InitWeights init = io::match_init_weights(reader, specs(false));
+  for (const auto* t : worker_.tensors()) {
+    std::vector<float> host(t->numel);
+    reader.read(init.file_name.at(t->name), host);
+    worker_.write_tensor(*t, worker_.params_of(*t), host);
+  }
+  return init.conversions;
 }
 
 std::optional<std::vector<float>> TrainState::host_tensor(const std::string& name) const {

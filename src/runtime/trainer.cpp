@@ -253,7 +253,7 @@ void Trainer::Impl::setup_compute() {
   }
   if (request.resume) {
     if (const auto latest = checkpoints->latest()) {
-      const auto meta = state->load(*latest, false);
+      const auto meta = state->resume(*latest);
       start_step = meta.step;
       resume_cursor = meta.data_cursor;
       log::info("resumed from {} at step {}", *latest, start_step);
@@ -261,8 +261,9 @@ void Trainer::Impl::setup_compute() {
       log::info("no checkpoint in {} yet: starting from step 0", config.checkpoint.dir);
     }
   } else if (!request.init.empty()) {
-    state->load(request.init, true);
-    log::info("initialised weights from {}", request.init);
+    const std::string conversions = state->init(request.init);
+    log::info("initialised weights from {}{}", request.init,
+              conversions.empty() ? "" : " (" + conversions + ")");
   }
 }
 

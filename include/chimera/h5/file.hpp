@@ -4,6 +4,7 @@
 // as chimera::InputError naming the file and what was expected; HDF5 failures that cannot be the
 // user's fault go through H5_CHECK.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,19 +23,31 @@ Handle create_file(const std::string& path, hid_t file_access = H5P_DEFAULT);
 bool has_link(hid_t location, const std::string& path);
 bool has_attribute(hid_t object, const std::string& name);
 
-// Scalar attributes. Readers throw InputError naming `context` (the file) when the attribute is
-// missing or not of a compatible type.
+// Scalar attributes (one value: a scalar or a 1-element array), as h5py, h5netcdf or the HDF5 C
+// API write them. Readers throw InputError naming `context` (the file) when the attribute is
+// missing or holds something else.
+//  - An integer reads from an integer of any width and sign that fits int64, or from a string
+//    holding a decimal integer ("50257").
+//  - A string reads from a fixed-length string (any padding, ASCII or UTF-8), a variable-length
+//    string (what h5py writes for a Python str; read without libhdf5's global-heap code, see
+//    docs/data.md "Known limits"), or an integer (its decimal text).
 void write_int_attribute(hid_t object, const std::string& name, std::int64_t value);
 std::int64_t read_int_attribute(hid_t object, const std::string& name, const std::string& context);
-// Strings are stored variable-length UTF-8, which h5py reads as `str`.
+// Strings are written fixed-length UTF-8 (h5py reads them as bytes; `.decode()` gives str).
 void write_string_attribute(hid_t object, const std::string& name, const std::string& value);
 std::string read_string_attribute(hid_t object, const std::string& name,
                                   const std::string& context);
+// The same, nullopt when the attribute is absent.
+std::optional<std::int64_t> read_optional_int_attribute(hid_t object, const std::string& name,
+                                                        const std::string& context);
+std::optional<std::string> read_optional_string_attribute(hid_t object, const std::string& name,
+                                                          const std::string& context);
 
 // Dimensions of a dataset's dataspace (empty for a scalar).
 std::vector<std::int64_t> dataset_shape(hid_t dataset);
 
-// "uint16", "int32", "float32", "float64", "string", ... for messages and `chimera inspect`.
+// "uint16", "int32", "float16", "bfloat16", "float32", "float64", "string", ... for messages and
+// `chimera inspect`.
 std::string describe_type(hid_t datatype);
 
 // "[768, 2304]"

@@ -102,15 +102,17 @@ class CheckpointReader {
   std::vector<Entry> entries() const;
   std::optional<std::vector<std::int64_t>> shape(const std::string& name) const;
 
-  // Validates the file against what the caller's model holds: every expected tensor present,
-  // float32, with the same shape, and no weight in the file the model lacks (nor optimizer state,
-  // when `expected` lists some). InputError naming the tensor and both shapes, e.g. "tensor
-  // 'wte.weight' has shape [50257, 768] in ckpt.h5 but the model expects [50257, 512]".
+  // Validates the file against what the caller's model holds (for --resume; --init uses
+  // match_init_weights): every expected tensor present, of a float type, with the same shape, and
+  // no weight in the file the model lacks (nor optimizer state, when `expected` lists some).
+  // InputError naming the tensor and both shapes, e.g. "tensor 'wte.weight' has shape [50257, 768]
+  // in ckpt.h5 but the model expects [50257, 512]".
   void expect(std::span<const TensorSpec> expected) const;
 
   // Reads a whole tensor (out.size() must equal its element count) or rows [row_begin,
-  // row_begin + rows) of its first dimension. InputError naming the file and tensor when it is
-  // missing, not float32, or the read fails (a damaged file).
+  // row_begin + rows) of its first dimension, converted to float32 (is_readable_float in
+  // init_weights.hpp). InputError naming the file and tensor when it is missing, not of a float
+  // type, or the read fails (a damaged file).
   void read(const std::string& name, std::span<float> out) const;
   void read_rows(const std::string& name, std::int64_t row_begin, std::int64_t rows,
                  std::span<float> out) const;

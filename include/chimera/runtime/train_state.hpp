@@ -35,9 +35,12 @@ class TrainState {
   // Collective over replica 0's pipeline group (the other replicas return at once): writes a
   // checkpoint of the current state into `dir`. Returns the file's path ("" off replica 0).
   std::string save(const io::CheckpointDirectory& dir, const io::CheckpointMeta& meta);
-  // Loads weights (and the AdamW moments unless `weights_only`) for the held tensors; checks
-  // that the file matches this model. Returns the file's metadata.
-  io::CheckpointMeta load(const std::string& path, bool weights_only);
+  // --resume: loads the weights and AdamW moments of the held tensors from a Chimera checkpoint
+  // of this model. Returns the file's metadata.
+  io::CheckpointMeta resume(const std::string& path);
+  // --init: loads the held weights from a Chimera checkpoint or any file of GPT-2 tensors
+  // (io::match_init_weights). Returns what was converted to float32 ("" when nothing).
+  std::string init(const std::string& path);
 
   // A held tensor (or AdamW moment, optim/exp_avg[_sq]/<name>) in Hugging Face layout; nullopt
   // when this worker holds no copy.

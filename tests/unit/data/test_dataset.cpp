@@ -64,7 +64,7 @@ TEST(TokenDataset, RoundTripReadsSamplesAndBatches) {
   const TokenDataset ds = TokenDataset::open({path});
   EXPECT_EQ(ds.vocab_size(), 50257);
   EXPECT_EQ(ds.eos_token(), 50256);
-  EXPECT_EQ(ds.tokenizer(), "gpt2");
+  EXPECT_EQ(ds.tokenizer(), std::optional<std::string>("gpt2"));
   EXPECT_EQ(ds.num_tokens(), 1001);
   EXPECT_EQ(ds.shards()[0].dtype, "uint16");
   EXPECT_EQ(ds.shards()[0].chunk_tokens, 16);
@@ -130,30 +130,61 @@ TEST(TokenDataset, BadInputsAreClearInputErrors) {
   });
   EXPECT_NE(two_d.find("[3, 4]"), std::string::npos) << two_d;
 
-  const auto no_attributes = input_error([&] {
-    TokenDataset::open({write_raw("bare.h5", H5T_NATIVE_UINT16, {12}, grid.data(), false)});
-  });
-  EXPECT_NE(no_attributes.find("vocab_size"), std::string::npos) << no_attributes;
+  // The attributes are optional; a uint16 file may declare a vocabulary wider than uint16.
+  const TokenDataset bare =
+      TokenDataset::open({write_raw("bare.h5", H5T_NATIVE_UINT16, {12}, grid.data(), false)});
+  EXPECT_FALSE(bare.vocab_size() || bare.eos_token() || bare.tokenizer());
+  TokenDataset::open({write_raw("narrow.h5", H5T_NATIVE_UINT16, {12}, grid.data(), true, 100000)});
 
-  const auto narrow = input_error([&] {
-    TokenDataset::open(
-        {write_raw("narrow.h5", H5T_NATIVE_UINT16, {12}, grid.data(), true, 100000)});
-  });
-  EXPECT_NE(narrow.find("needs int32"), std::string::npos) << narrow;
-
-  // Tokens beyond the vocabulary are found when read.
+  // Tokens beyond the model's vocabulary are found when read, whatever the file declares.
   const std::vector<std::uint16_t> big{1, 2, 60000, 3};
-  const TokenDataset ds =
-      TokenDataset::open({write_raw("big_token.h5", H5T_NATIVE_UINT16, {4}, big.data())});
+  const std::string big_path = write_raw("big_token.h5", H5T_NATIVE_UINT16, {4}, big.data());
+  const TokenDataset ds = TokenDataset::open({big_path}, 50257);
   std::vector<std::int32_t> out(4);
   const auto beyond = input_error([&] { ds.read_tokens(0, 0, out); });
-  EXPECT_NE(beyond.find("token 60000 at index 2"), std::string::npos) << beyond;
+  EXPECT_NE(beyond.find("token 60000 at offset 2"), std::string::npos) << beyond;
+  EXPECT_NE(beyond.find("model.vocab_size = 50257"), std::string::npos) << beyond;
+  TokenDataset::open({big_path}, 60001).read_tokens(0, 0, out);
+  EXPECT_EQ(out[2], 60000);
+  const TokenAt max = TokenDataset::open({big_path}).max_token(0);
+  EXPECT_EQ(max.token, 60000);
+  EXPECT_EQ(max.offset, 2);
 
   const auto mismatch = input_error([&] {
     TokenDataset::open({write_dataset("v1.h5", iota_tokens(10)),
                         write_dataset("v2.h5", iota_tokens(10, 10), 20000)});
   });
   EXPECT_NE(mismatch.find("all shards"), std::string::npos) << mismatch;
+}
+
+TEST(TokenDataset, EveryIntegerWidthReadsExactly) {
+  const std::vector<std::int64_t> values{0, 5, 127, 42};
+  for (const hid_t type :
+       {H5T_NATIVE_INT8, H5T_NATIVE_UINT8, H5T_NATIVE_INT16, H5T_NATIVE_UINT16, H5T_NATIVE_INT32,
+        H5T_NATIVE_UINT32, H5T_NATIVE_INT64, H5T_NATIVE_UINT64}) {
+    const std::string path = temp_path("width.h5");
+    {
+      h5::Handle file = h5::create_file(path);
+      const hsize_t n = values.size();
+      h5::Handle space = h5::dataspace_handle(H5Screate_simple(1, &n, nullptr));
+      h5::Handle dataset = h5::dataset_handle(H5Dcreate2(file.get(), "tokens", type, space.get(),
+                                                         H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+      ASSERT_GE(
+          H5Dwrite(dataset.get(), H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()),
+          0);
+    }
+    std::vector<std::int32_t> out(values.size());
+    TokenDataset::open({path}, 128).read_tokens(0, 0, out);
+    EXPECT_EQ(std::vector<std::int64_t>(out.begin(), out.end()), values);
+  }
+  // Negative ids and ids beyond int32 are reported as they are, never clipped into range.
+  const std::vector<std::int64_t> wild{3, -1, std::int64_t{1} << 40};
+  const std::string path = write_raw("wild.h5", H5T_NATIVE_INT64, {3}, wild.data(), false);
+  std::vector<std::int32_t> one(1);
+  const auto negative = input_error([&] { TokenDataset::open({path}).read_tokens(0, 1, one); });
+  EXPECT_NE(negative.find("token -1 at offset 1"), std::string::npos) << negative;
+  const auto huge = input_error([&] { TokenDataset::open({path}).read_tokens(0, 2, one); });
+  EXPECT_NE(huge.find("token 1099511627776 at offset 2"), std::string::npos) << huge;
 }
 
 TEST(TokenDataset, TooShortForOneGlobalBatch) {

@@ -50,7 +50,8 @@ TEST(Describe, CheckpointTableHasStepShapesAndNorms) {
       CheckpointDirectory(dir.string(), 1)
           .save(MPI_COMM_SELF, model.all(), {9, 5, 90, "[model]\nn_layer = 1\n"});
   EXPECT_EQ(detect_file_kind(path), FileKind::Checkpoint);
-  const std::string text = describe_checkpoint(path, {true, true});
+  const std::string text =
+      describe_checkpoint(path, {.show_config = true, .norms = true, .guess_model = {}});
   EXPECT_NE(text.find("step 9, seed 5, data cursor 90"), std::string::npos) << text;
   EXPECT_NE(text.find("n_layer=1"), std::string::npos) << text;
   EXPECT_NE(text.find("wte.weight"), std::string::npos) << text;

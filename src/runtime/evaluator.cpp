@@ -65,7 +65,10 @@ double Evaluator::evaluate() {
               MPI_Request r = MPI_REQUEST_NULL;
               MPI_CHECK(MPI_Irecv(in.data(), static_cast<int>(floats), MPI_FLOAT, src, s,
                                   comms_.pipeline(), &r));
-              comm::wait(r, wait_policy_);
+              comm::wait(r, wait_policy_, nullptr, nullptr, nullptr, [&] {
+                return fmt::format("recv of the validation activation of stage {} from rank {}",
+                                   s - 1, topo.world_rank(topo.replica, src));
+              });
             }
             input.activation = staging_.incoming(in.data());
           }
@@ -81,7 +84,10 @@ double Evaluator::evaluate() {
             MPI_Request r = MPI_REQUEST_NULL;
             MPI_CHECK(MPI_Isend(out.data(), static_cast<int>(floats), MPI_FLOAT, dst, s + 1,
                                 comms_.pipeline(), &r));
-            comm::wait(r, wait_policy_);
+            comm::wait(r, wait_policy_, nullptr, nullptr, nullptr, [&] {
+              return fmt::format("send of the validation activation of stage {} to rank {}", s,
+                                 topo.world_rank(topo.replica, dst));
+            });
           }
         }
       }

@@ -52,7 +52,10 @@ Run add_train_command(CLI::App& app) {
       "train",
       "Train GPT-2 with a pipeline schedule over MPI. Launch W*D ranks (mpirun -np, srun): D from "
       "parallel.stages, W (data-parallel replicas) = ranks / D.\n"
-      "Example: mpirun -np 4 chimera train --config inputs/tiny.toml");
+      "Example: mpirun -np 4 chimera train --config inputs/tiny.toml\n"
+      "Exit status: 0 done (or stopped by SIGTERM/SIGUSR1 after a checkpoint); 1 internal error "
+      "or a checkpoint that could not be saved; 2 bad input; 3 training diverged (a NaN/Inf loss "
+      "or gradient norm, see train.on_nonfinite; nothing of it is saved)");
   auto f = std::make_shared<TrainFlags>();
   cmd->add_option("--config", f->config_path,
                   "TOML run configuration ([model] [parallel] [data] [train] [checkpoint] [log] "

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 
 #include "chimera/core/config.hpp"
 #include "chimera/core/error.hpp"
@@ -106,6 +107,23 @@ void rename_durably(const std::string& from, const std::string& to, const std::s
   fs::rename(from, to, ec);
   CHIMERA_CHECK(!ec, "cannot rename {} to {}: {}", from, to, ec.message());
   fsync_path(dir, true);
+}
+
+// The size of a checkpoint file: its tensors, and HDF5's metadata (an object header of at
+// most this many bytes per dataset, plus the attributes).
+constexpr std::int64_t kMetadataBytesPerTensor = 1024;
+std::int64_t checkpoint_bytes(std::span<const TensorData> tensors, const CheckpointMeta& meta) {
+  std::int64_t bytes = static_cast<std::int64_t>(meta.config.size());
+  for (const auto& t : tensors)
+    bytes += t.spec.numel() * static_cast<std::int64_t>(sizeof(float)) + kMetadataBytesPerTensor;
+  return bytes;
+}
+
+// Bytes an unprivileged writer may still use on the file system holding `dir`.
+std::int64_t free_space(const std::string& dir) {
+  struct statvfs st {};
+  if (::statvfs(dir.c_str(), &st) != 0) return std::numeric_limits<std::int64_t>::max();
+  return static_cast<std::int64_t>(st.f_bavail) * static_cast<std::int64_t>(st.f_frsize);
 }
 
 // The step of a final checkpoint name "ckpt-<digits>.h5", or nullopt for any other name.
@@ -281,6 +299,20 @@ std::string CheckpointDirectory::save(MPI_Comm comm, std::span<const TensorData>
   group.broadcast(step);
   const std::string final_path = path_for_step(step);
   const std::string temp_path = final_path + kTempSuffix;
+  // A write that fails on some ranks only can leave parallel HDF5's collective flush waiting
+  // forever, so a disk too full for the file is found before HDF5 touches it.
+  std::string no_space;
+  if (group.rank() == 0) {
+    const std::int64_t needed = checkpoint_bytes(tensors, meta);
+    const std::int64_t free_bytes = free_space(dir_);
+    if (free_bytes < needed)
+      no_space = fmt::format(
+          "cannot save {}: {} (it needs about {:.1f} MB, {:.1f} MB are free on that file "
+          "system)",
+          final_path, std::strerror(ENOSPC), static_cast<double>(needed) / 1e6,
+          static_cast<double>(free_bytes) / 1e6);
+  }
+  group.agree(no_space, false);
   const std::string pointer = (fs::path(dir_) / kLatestPointer).string();
   // A failed save leaves what was there: the previous checkpoints, `latest`, and no temporary
   // file taking the space a later save needs.

@@ -66,7 +66,8 @@ Run add_train_command(CLI::App& app) {
   cmd->add_option("--steps", f->steps, "Optimizer steps to run (train.steps)");
   cmd->add_option("--metrics", f->metrics,
                   "Write one JSON object per step to FILE (log.metrics): step, loss, lr, "
-                  "grad_norm, iter_ms, tokens_per_s, bubble_ratio, peak_act_bytes[, val_loss]");
+                  "grad_norm, iter_ms, tokens_per_s, bubble_ratio, peak_act_bytes, skipped, "
+                  "skipped_steps[, val_loss]");
   cmd->add_option("--trace", f->trace,
                   "Write a Chrome trace of every rank to FILE (log.trace), for Perfetto and "
                   "analysis/gantt");

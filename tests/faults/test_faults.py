@@ -20,6 +20,9 @@ import unittest
 import h5py
 import numpy as np
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from token_data import write_tokens  # noqa: E402
+
 CHIMERA = MPIEXEC = None
 FLAGS = []
 
@@ -95,26 +98,36 @@ def metrics(path):
     return out
 
 
-def write_tokens(path, n=4096, seed=5):
-    rng = np.random.default_rng(seed)
-    with h5py.File(path, "w") as f:
-        f.create_dataset("tokens", data=rng.integers(0, 96, n).astype(np.uint16), chunks=(1024,))
-        f.attrs["vocab_size"] = np.int64(96)
-        f.attrs["eos_token"] = np.int64(95)
-        f.attrs["tokenizer"] = np.bytes_("test")
-
-
 class FaultCase(unittest.TestCase):
     def setUp(self):
         tmp = tempfile.TemporaryDirectory(prefix="chimera-faults-")
         self.addCleanup(tmp.cleanup)  # cleanups run last in, first out: after any unmount
         self.tmp = tmp.name
         self.data = os.path.join(self.tmp, "tokens.h5")
-        write_tokens(self.data)
+        write_tokens(self.data, 4096, 5)
         self.ckpt = os.path.join(self.tmp, "ckpt")
         self.metrics = os.path.join(self.tmp, "m.jsonl")
         self.base = ["--set", f"data.train={self.data}", "--save-dir", self.ckpt,
                      "--metrics", self.metrics]
+
+    def end_with(self, job, fault):
+        """Applies `fault` to the running `job`, which must then end on its own within BOUND_S.
+        Returns its (stdout, stderr), as far as they were captured."""
+        try:
+            fault()
+            began = time.monotonic()
+            out, err = job.communicate(timeout=BOUND_S)
+            self.assertLess(time.monotonic() - began, BOUND_S)
+            return out, err
+        finally:
+            if job.poll() is None:
+                kill_job(job)
+
+    def start_saving_every_step(self, **pipes):
+        """A long run that saves after every step; returns once its first checkpoint exists."""
+        job = start(self.base + ["--steps", "100000", "--save-every", "1"], text=True, **pipes)
+        wait_for(lambda: os.path.exists(os.path.join(self.ckpt, "latest")), "a checkpoint")
+        return job
 
     def latest(self, directory=None):
         directory = directory or self.ckpt
@@ -277,26 +290,20 @@ class SigkillResume(FaultCase):
 
 class RankKilledDuringSave(FaultCase):
     def test_job_ends_through_mpi_abort_and_checkpoints_stay_intact(self):
-        job = start(self.base + ["--steps", "100000", "--save-every", "1"],
-                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        try:
-            wait_for(lambda: os.path.exists(os.path.join(self.ckpt, "latest")), "a checkpoint")
+        job = self.start_saving_every_step(stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+        def kill_a_rank_in_a_save():
             ranks = rank_pids(job)
             self.assertEqual(len(ranks), 2)
-            # Kill a rank while a save is under way (its temporary file exists), or at worst
-            # between two saves.
+            # While a save is under way (its temporary file exists), or at worst between two.
             deadline = time.monotonic() + 5
             while not glob.glob(os.path.join(self.ckpt, "*.tmp")) and time.monotonic() < deadline:
                 pass
             os.kill(ranks[-1], signal.SIGKILL)
-            killed = time.monotonic()
-            _, err = job.communicate(timeout=BOUND_S)
-            self.assertLess(time.monotonic() - killed, BOUND_S)
-            self.assertNotEqual(job.returncode, 0)
-            self.assertRegex(err, "(?i)abort|killed|signal 9|exited on signal")
-        finally:
-            if job.poll() is None:
-                kill_job(job)
+
+        _, err = self.end_with(job, kill_a_rank_in_a_save)
+        self.assertNotEqual(job.returncode, 0)
+        self.assertRegex(err, "(?i)abort|killed|signal 9|exited on signal")
         self.assert_newest_checkpoint_sound(temporaries_left=True)
 
 
@@ -328,7 +335,8 @@ class SignalDuringValidation(FaultCase):
         job = start(self.base + ["--steps", "100000", "--set", f"data.val={val}",
                                  "--eval-every", "1", "--set", "train.eval_batches=400"],
                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        try:
+
+        def signal_in_validation():
             # The first line after the initial validation: step 1 trains in milliseconds, then
             # its validation takes about a second, which the signal lands in.
             for line in job.stdout:
@@ -336,12 +344,8 @@ class SignalDuringValidation(FaultCase):
                     break
             time.sleep(0.2)
             job.send_signal(signal.SIGUSR1)  # the launcher forwards it to every rank
-            signalled = time.monotonic()
-            out, err = job.communicate(timeout=BOUND_S)
-            self.assertLess(time.monotonic() - signalled, BOUND_S)
-        finally:
-            if job.poll() is None:
-                kill_job(job)
+
+        out, err = self.end_with(job, signal_in_validation)
         self.assertEqual(job.returncode, 0, err)
         self.assertIn("stopping after step", out)
         self.assertIn("on signal 10", out)
@@ -387,15 +391,16 @@ class FullDisk(FaultCase):
         job = start(self.base + ["--steps", "120", "--save-every", "1",
                                  "--set", "checkpoint.on_save_error=warn"],
                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        try:
+        first = ""
+
+        def free_space_after_a_failed_save():
+            nonlocal first
             first = job.stderr.readline()
             while first and "not saved" not in first:
                 first = job.stderr.readline()
             os.remove(filler)  # space comes back: a later save succeeds
-            out, err = job.communicate(timeout=BOUND_S)
-        finally:
-            if job.poll() is None:
-                kill_job(job)
+
+        _, err = self.end_with(job, free_space_after_a_failed_save)
         self.assertEqual(job.returncode, 0, err)
         self.assertIn("checkpoint of step 1 not saved", first)
         self.assertIn("No space left on device", first)
@@ -406,17 +411,8 @@ class FullDisk(FaultCase):
 
 class VanishedDirectory(FaultCase):
     def test_vanished_directory_stops_with_status_1_and_is_not_recreated(self):
-        job = start(self.base + ["--steps", "100000", "--save-every", "1"],
-                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        try:
-            wait_for(lambda: os.path.exists(os.path.join(self.ckpt, "latest")), "a checkpoint")
-            subprocess.run(["rm", "-rf", self.ckpt], check=True)
-            removed = time.monotonic()
-            out, err = job.communicate(timeout=BOUND_S)
-            self.assertLess(time.monotonic() - removed, BOUND_S)
-        finally:
-            if job.poll() is None:
-                kill_job(job)
+        job = self.start_saving_every_step(stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        _, err = self.end_with(job, lambda: subprocess.run(["rm", "-rf", self.ckpt], check=True))
         self.assertEqual(job.returncode, 1, err)
         errors = [l for l in err.splitlines() if "error:" in l]
         self.assertEqual(len(errors), 1, err)

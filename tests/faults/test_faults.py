@@ -199,6 +199,31 @@ class NanSkip(FaultCase):
         self.assertEqual(self.assert_newest_checkpoint_sound(), skipped[0])
 
 
+    def test_skipped_steps_leave_weights_and_moments_as_they_were(self):
+        r, _ = train(self.base + DIVERGING + [
+            "--steps", "14", "--save-every", "1", "--set", "checkpoint.keep=50",
+            "--set", "train.on_nonfinite=skip", "--set", "train.max_skipped_steps=100"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        records = metrics(self.metrics)
+        skipped = [s for s, rec in sorted(records.items()) if rec["skipped"]]
+        if not skipped or skipped != list(range(skipped[0], 14)):
+            self.skipTest(f"this build's run did not diverge for good (skipped {skipped})")
+        # The final checkpoint (the end of the run is always saved) holds the state of the last
+        # update, moments included; periodic saves of skipped steps were left out.
+        before = os.path.join(self.ckpt, f"ckpt-{skipped[0]:08d}.h5")
+        final = self.latest()
+        self.assertEqual(self.assert_newest_checkpoint_sound(), 14)
+        self.assertEqual(sorted(os.listdir(self.ckpt))[-3:],
+                         [os.path.basename(before), os.path.basename(final), "latest"])
+        with h5py.File(before, "r") as a, h5py.File(final, "r") as b:
+            self.assertEqual(int(b.attrs["skipped_steps"]), len(skipped))
+            names = []
+            a.visititems(lambda n, o: names.append(n) if isinstance(o, h5py.Dataset) else None)
+            self.assertTrue(any(n.startswith("optim/exp_avg_sq/") for n in names))
+            for n in names:
+                np.testing.assert_array_equal(a[n][()], b[n][()], err_msg=n)
+
+
 class ShapeAndSettings(FaultCase):
     def setUp(self):
         super().setUp()

@@ -126,6 +126,21 @@ std::int64_t free_space(const std::string& dir) {
   return static_cast<std::int64_t>(st.f_bavail) * static_cast<std::int64_t>(st.f_frsize);
 }
 
+// Allocates the blocks of `path`'s first `bytes` (Linux fallocate, which keeps the contents);
+// "" when done or when the file system cannot (then writes allocate as they go), else what
+// failed with the system's reason.
+std::string reserve_blocks(const std::string& path, off_t bytes) {
+  const int fd = ::open(path.c_str(), O_WRONLY);
+  if (fd < 0)
+    return fmt::format("cannot open {} to reserve its space: {}", path, std::strerror(errno));
+  const int status = ::fallocate(fd, 0, 0, bytes);
+  const int error = errno;
+  ::close(fd);
+  if (status == 0 || error == EOPNOTSUPP || error == ENOSYS) return {};
+  return fmt::format("cannot reserve {:.1f} MB for {}: {}", static_cast<double>(bytes) / 1e6, path,
+                     std::strerror(error));
+}
+
 // The step of a final checkpoint name "ckpt-<digits>.h5", or nullopt for any other name.
 std::optional<std::int64_t> step_of_checkpoint_name(std::string_view name) {
   constexpr std::string_view kPrefix = "ckpt-", kSuffix = ".h5";
@@ -235,6 +250,13 @@ void write_checkpoint_file(MPI_Comm comm, const std::string& path,
                             link_create.get(), dataset_create.get(), H5P_DEFAULT),
                  "creating tensor '{}' in {}", t.spec.name, path)));
   }
+
+  // Reserve the file's blocks before any data is written: a write that fails on some ranks
+  // only (another job filled the disk since the free-space check) can leave parallel HDF5's
+  // collective flush and close waiting forever, while a failed reservation is agreed on first.
+  hsize_t file_bytes = 0;
+  H5_CHECK(H5Fget_filesize(root, &file_bytes));
+  group.agree(group.rank() == 0 ? reserve_blocks(path, static_cast<off_t>(file_bytes)) : "", false);
 
   // Owners write independently: no rank waits for tensors it does not hold.
   h5::Handle transfer = h5::plist_handle(H5_CHECK(H5Pcreate(H5P_DATASET_XFER)));

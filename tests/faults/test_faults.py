@@ -282,7 +282,7 @@ class CorruptLatest(FaultCase):
 
 class SigkillResume(FaultCase):
     def test_killed_job_resumes_to_bitwise_the_same_losses(self):
-        steps, every = 400, 25
+        steps, every = 200, 20
         ref_metrics = os.path.join(self.tmp, "ref.jsonl")
         r, _ = train(["--set", f"data.train={self.data}", "--steps", str(steps),
                       "--metrics", ref_metrics])
@@ -413,7 +413,7 @@ class FullDisk(FaultCase):
         filler = os.path.join(self.disk, "filler")
         with open(filler, "wb") as f:
             f.write(b"\0" * 1600 * 1024)
-        job = start(self.base + ["--steps", "120", "--save-every", "1",
+        job = start(self.base + ["--steps", "40", "--save-every", "1",
                                  "--set", "checkpoint.on_save_error=warn"],
                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         first = ""
@@ -430,8 +430,8 @@ class FullDisk(FaultCase):
         self.assertIn("checkpoint of step 1 not saved", first)
         self.assertIn("No space left on device", first)
         self.assertIn("training goes on", first)
-        self.assertEqual(len(metrics(self.metrics)), 120)
-        self.assertEqual(self.assert_newest_checkpoint_sound(), 120)
+        self.assertEqual(len(metrics(self.metrics)), 40)
+        self.assertEqual(self.assert_newest_checkpoint_sound(), 40)
 
 
 class VanishedDirectory(FaultCase):

@@ -126,14 +126,14 @@ std::int64_t free_space(const std::string& dir) {
   return static_cast<std::int64_t>(st.f_bavail) * static_cast<std::int64_t>(st.f_frsize);
 }
 
-// Allocates the blocks of `path`'s first `bytes` (Linux fallocate, which keeps the contents);
-// "" when done or when the file system cannot (then writes allocate as they go), else what
-// failed with the system's reason.
+// Allocates the blocks of `path`'s first `bytes` (Linux fallocate, keeping its contents and
+// size, so that HDF5 sees the file it wrote); "" when done or when the file system cannot (then
+// writes allocate as they go), else what failed with the system's reason.
 std::string reserve_blocks(const std::string& path, off_t bytes) {
   const int fd = ::open(path.c_str(), O_WRONLY);
   if (fd < 0)
     return fmt::format("cannot open {} to reserve its space: {}", path, std::strerror(errno));
-  const int status = ::fallocate(fd, 0, 0, bytes);
+  const int status = ::fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, bytes);
   const int error = errno;
   ::close(fd);
   if (status == 0 || error == EOPNOTSUPP || error == ENOSYS) return {};

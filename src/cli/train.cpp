@@ -52,7 +52,10 @@ Run add_train_command(CLI::App& app) {
       "train",
       "Train GPT-2 with a pipeline schedule over MPI. Launch W*D ranks (mpirun -np, srun): D from "
       "parallel.stages, W (data-parallel replicas) = ranks / D.\n"
-      "Example: mpirun -np 4 chimera train --config inputs/tiny.toml");
+      "Example: mpirun -np 4 chimera train --config inputs/tiny.toml\n"
+      "Exit status: 0 done (or stopped by SIGTERM/SIGUSR1 after a checkpoint); 1 internal error "
+      "or a checkpoint that could not be saved; 2 bad input; 3 training diverged (a NaN/Inf loss "
+      "or gradient norm, see train.on_nonfinite; nothing of it is saved)");
   auto f = std::make_shared<TrainFlags>();
   cmd->add_option("--config", f->config_path,
                   "TOML run configuration ([model] [parallel] [data] [train] [checkpoint] [log] "
@@ -63,7 +66,8 @@ Run add_train_command(CLI::App& app) {
   cmd->add_option("--steps", f->steps, "Optimizer steps to run (train.steps)");
   cmd->add_option("--metrics", f->metrics,
                   "Write one JSON object per step to FILE (log.metrics): step, loss, lr, "
-                  "grad_norm, iter_ms, tokens_per_s, bubble_ratio, peak_act_bytes[, val_loss]");
+                  "grad_norm, iter_ms, tokens_per_s, bubble_ratio, peak_act_bytes, skipped, "
+                  "skipped_steps[, val_loss]");
   cmd->add_option("--trace", f->trace,
                   "Write a Chrome trace of every rank to FILE (log.trace), for Perfetto and "
                   "analysis/gantt");

@@ -65,7 +65,7 @@ bool GradSync::poll() {
   return running;
 }
 
-void GradSync::wait_all(const WaitPolicy& policy) {
+void GradSync::wait_all(const WaitPolicy& policy, const WaitLabel& context) {
   for (std::size_t k = 0; k < slots_.size(); ++k) {
     auto& s = slots_[k];
     CHIMERA_CHECK(s.started, "gradient '{}' was never marked ready this iteration (schedule bug)",
@@ -82,7 +82,12 @@ void GradSync::wait_all(const WaitPolicy& policy) {
             x.sync.poll();
             return x.slot.running ? WaitState::Busy : WaitState::Done;
           },
-          &w, policy);
+          &w, policy, nullptr,
+          [&] {
+            return context
+                       ? fmt::format("allreduce of gradient '{}' {}", timings_[k].name, context())
+                       : fmt::format("allreduce of gradient '{}'", timings_[k].name);
+          });
     }
     s.started = false;
   }

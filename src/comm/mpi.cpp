@@ -47,16 +47,32 @@ void abort_job(const std::string& message, int status) {
   std::_Exit(status);  // MPI_Abort does not return; this is for MPI implementations that do
 }
 
+namespace {
+// A peer that never answers (a hung rank, a lost message) would otherwise hold the job until the
+// scheduler's time limit: end it now, saying what this rank waited for.
+[[noreturn]] void watchdog_expired(double waited_s, const WaitLabel& label) {
+  abort_job(
+      fmt::format("watchdog: rank {} waited {:.1f} s in {}, more than runtime.watchdog_s; "
+                  "ending the job",
+                  std::max(process_rank(), 0), waited_s, label ? label() : std::string("a wait")),
+      kExitInternal);
+}
+}  // namespace
+
 void wait_until(WaitState (*test)(void*), void* arg, const WaitPolicy& policy,
-                const Doorbells* bell) {
+                const Doorbells* bell, const WaitLabel& label) {
   double spin_until = -1.0;
   double sleep_us = 1.0;
+  double started = -1.0;
   while (true) {
     // Read before the test: a ring after it changes the counter, and the sleep returns at once.
     const std::uint32_t seen = bell != nullptr ? bell->seen() : 0;
     const WaitState state = test(arg);
     if (state == WaitState::Done) return;
     const double now = now_seconds();
+    if (started < 0.0) started = now;
+    if (policy.watchdog_s > 0.0 && now - started > policy.watchdog_s)
+      watchdog_expired(now - started, label);
     if (spin_until < 0.0) spin_until = now + policy.spin_us * 1e-6;
     if (now < spin_until) continue;
     if (bell == nullptr) {
@@ -76,7 +92,7 @@ void wait_until(WaitState (*test)(void*), void* arg, const WaitPolicy& policy,
 }
 
 void wait(MPI_Request& request, const WaitPolicy& policy, bool (*poll)(void*), void* poll_arg,
-          const Doorbells* bell) {
+          const Doorbells* bell, const WaitLabel& label) {
   struct Wait {
     MPI_Request& request;
     bool (*poll)(void*);
@@ -95,7 +111,7 @@ void wait(MPI_Request& request, const WaitPolicy& policy, bool (*poll)(void*), v
         if (done != 0) return WaitState::Done;
         return x.busy ? WaitState::Busy : WaitState::Idle;
       },
-      &w, policy, bell);
+      &w, policy, bell, label);
 }
 
 }  // namespace chimera::comm

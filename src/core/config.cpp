@@ -63,9 +63,15 @@ std::vector<Field> fields(Config& c) {
       {"train", "seed", &c.train.seed, "seed for initialisation and data shuffling"},
       {"train", "eval_every", &c.train.eval_every, "validation loss every K steps (0 = never)"},
       {"train", "eval_batches", &c.train.eval_batches, "global batches per validation"},
+      {"train", "on_nonfinite", &c.train.on_nonfinite,
+       "a NaN/Inf loss or gradient norm: stop (status 3, no checkpoint of it) or skip the update"},
+      {"train", "max_skipped_steps", &c.train.max_skipped_steps,
+       "skip: stop with status 3 after this many consecutive skipped steps"},
       {"checkpoint", "dir", &c.checkpoint.dir, "checkpoint directory (empty = none)"},
       {"checkpoint", "every", &c.checkpoint.every, "save every K steps (0 = at the end)"},
       {"checkpoint", "keep", &c.checkpoint.keep, "checkpoints to keep"},
+      {"checkpoint", "on_save_error", &c.checkpoint.on_save_error,
+       "a failed save (disk full, I/O error): stop (status 1) or warn and retry at the next save"},
       {"log", "every", &c.log.every, "print a step line every K steps"},
       {"log", "metrics", &c.log.metrics, "JSON-lines metrics file (empty = none)"},
       {"log", "trace", &c.log.trace, "Chrome trace file (empty = none)"},
@@ -86,6 +92,8 @@ std::vector<Field> fields(Config& c) {
       {"runtime", "cost", &c.runtime.cost, "emulate: F:B[:W] milliseconds per stage op"},
       {"runtime", "wait", &c.runtime.wait,
        "doorbell (a waiting rank sleeps until a peer on its node rings) or poll"},
+      {"runtime", "watchdog_s", &c.runtime.watchdog_s,
+       "a rank waiting longer than this for a message or allreduce ends the job (0 = off)"},
   };
 }
 
@@ -358,6 +366,19 @@ std::string Config::to_toml() const {
 
 std::uint64_t Config::hash() const {
   return fnv1a64(to_toml());
+}
+
+std::vector<Config::KeyDifference> Config::differences(const Config& a, const Config& b,
+                                                       std::string_view section) {
+  auto fa = fields(const_cast<Config&>(a));
+  auto fb = fields(const_cast<Config&>(b));
+  std::vector<KeyDifference> out;
+  for (std::size_t i = 0; i < fa.size(); ++i) {
+    if (fa[i].section != section) continue;
+    std::string va = value_text(fa[i].ref), vb = value_text(fb[i].ref);
+    if (va != vb) out.push_back({full_key(fa[i]), std::move(va), std::move(vb)});
+  }
+  return out;
 }
 
 std::vector<std::string> Config::keys() {

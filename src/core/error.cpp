@@ -21,7 +21,9 @@ std::string rank_prefix() {
 }
 
 int exit_status(const std::exception& e) {
-  return dynamic_cast<const InputError*>(&e) != nullptr ? 2 : 1;
+  if (dynamic_cast<const InputError*>(&e) != nullptr) return kExitInput;
+  if (dynamic_cast<const DivergedError*>(&e) != nullptr) return kExitDiverged;
+  return kExitInternal;
 }
 
 namespace detail {

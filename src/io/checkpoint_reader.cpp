@@ -99,6 +99,8 @@ CheckpointMeta CheckpointReader::meta() const {
   meta.seed = h5::read_int_attribute(root, "seed", path);
   meta.data_cursor = h5::read_int_attribute(root, "data_cursor", path);
   meta.config = h5::read_string_attribute(root, "config", path);
+  if (h5::has_attribute(root, "skipped_steps"))
+    meta.skipped_steps = h5::read_int_attribute(root, "skipped_steps", path);
   CHIMERA_REQUIRE(meta.step >= 0 && meta.data_cursor >= 0,
                   "{}: step = {} and data_cursor = {} must not be negative", path, meta.step,
                   meta.data_cursor);

@@ -1,11 +1,15 @@
 // Writing checkpoints: one file collectively through parallel HDF5, and the crash-safe directory
 // protocol (temporary name, fsync, rename, `latest` pointer, pruning) around it.
 #include <fcntl.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 
 #include "chimera/core/config.hpp"
 #include "chimera/core/error.hpp"
@@ -40,14 +44,29 @@ h5::Handle tensor_space(const std::vector<std::int64_t>& shape) {
       H5_CHECK(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr)));
 }
 
+// "<what> failed: <the system's reason> (HDF5: ...)" for a failed HDF5 write, flush or close of
+// `path`. HDF5's MPI-IO driver reports only "file write failed"; the errno of the failing system
+// call (`error`, read right after the call) carries the reason, and a file system that is full
+// says so through statvfs even where that errno was lost.
+std::string failed_io(const std::string& what, int error, const std::string& path) {
+  struct statvfs fs_state {};
+  const std::string dir = fs::path(path).parent_path().string();
+  if (error == 0 && ::statvfs(dir.empty() ? "." : dir.c_str(), &fs_state) == 0 &&
+      fs_state.f_bavail == 0)
+    error = ENOSPC;
+  return fmt::format("{} failed{}{} (HDF5: {})", what, error != 0 ? ": " : "",
+                     error != 0 ? std::strerror(error) : "", h5::library_error_message());
+}
+
 // Writes `data` into `dataset` in slabs of whole rows of the first dimension. Returns "" or
 // what failed (the caller agrees on failures with the other ranks before throwing).
-std::string write_tensor(hid_t dataset, const TensorData& t, hid_t transfer) {
+std::string write_tensor(hid_t dataset, const TensorData& t, hid_t transfer,
+                         const std::string& path) {
   const auto& shape = t.spec.shape;
   if (shape.empty() || t.spec.numel() * 4 <= kMaxSlabBytes) {
+    errno = 0;
     if (H5Dwrite(dataset, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, transfer, t.data.data()) < 0)
-      return fmt::format("writing tensor '{}' failed (HDF5: {})", t.spec.name,
-                         h5::library_error_message());
+      return failed_io(fmt::format("writing tensor '{}'", t.spec.name), errno, path);
     return {};
   }
   const std::int64_t row = t.spec.numel() / shape[0];
@@ -63,20 +82,23 @@ std::string write_tensor(hid_t dataset, const TensorData& t, hid_t transfer) {
     const hsize_t elements = static_cast<hsize_t>(rows * row);
     h5::Handle memory_space =
         h5::dataspace_handle(H5_CHECK(H5Screate_simple(1, &elements, nullptr)));
+    errno = 0;
     if (H5Dwrite(dataset, H5T_NATIVE_FLOAT, memory_space.get(), file_space.get(), transfer,
                  t.data.data() + begin * row) < 0)
-      return fmt::format("writing rows [{}, {}) of tensor '{}' failed (HDF5: {})", begin,
-                         begin + rows, t.spec.name, h5::library_error_message());
+      return failed_io(
+          fmt::format("writing rows [{}, {}) of tensor '{}'", begin, begin + rows, t.spec.name),
+          errno, path);
   }
   return {};
 }
 
 void fsync_path(const std::string& path, bool directory) {
   const int fd = ::open(path.c_str(), directory ? O_RDONLY | O_DIRECTORY : O_RDONLY);
-  CHIMERA_CHECK(fd >= 0, "cannot open {} to flush it to disk", path);
+  CHIMERA_CHECK(fd >= 0, "cannot open {} to flush it to disk: {}", path, std::strerror(errno));
   const int status = ::fsync(fd);
+  const int error = errno;
   ::close(fd);
-  CHIMERA_CHECK(status == 0, "fsync of {} failed", path);
+  CHIMERA_CHECK(status == 0, "fsync of {} failed: {}", path, std::strerror(error));
 }
 
 void rename_durably(const std::string& from, const std::string& to, const std::string& dir) {
@@ -85,6 +107,38 @@ void rename_durably(const std::string& from, const std::string& to, const std::s
   fs::rename(from, to, ec);
   CHIMERA_CHECK(!ec, "cannot rename {} to {}: {}", from, to, ec.message());
   fsync_path(dir, true);
+}
+
+// The size of a checkpoint file: its tensors, and HDF5's metadata (an object header of at
+// most this many bytes per dataset, plus the attributes).
+constexpr std::int64_t kMetadataBytesPerTensor = 1024;
+std::int64_t checkpoint_bytes(std::span<const TensorData> tensors, const CheckpointMeta& meta) {
+  std::int64_t bytes = static_cast<std::int64_t>(meta.config.size());
+  for (const auto& t : tensors)
+    bytes += t.spec.numel() * static_cast<std::int64_t>(sizeof(float)) + kMetadataBytesPerTensor;
+  return bytes;
+}
+
+// Bytes an unprivileged writer may still use on the file system holding `dir`.
+std::int64_t free_space(const std::string& dir) {
+  struct statvfs st {};
+  if (::statvfs(dir.c_str(), &st) != 0) return std::numeric_limits<std::int64_t>::max();
+  return static_cast<std::int64_t>(st.f_bavail) * static_cast<std::int64_t>(st.f_frsize);
+}
+
+// Allocates the blocks of `path`'s first `bytes` (Linux fallocate, keeping its contents and
+// size, so that HDF5 sees the file it wrote); "" when done or when the file system cannot (then
+// writes allocate as they go), else what failed with the system's reason.
+std::string reserve_blocks(const std::string& path, off_t bytes) {
+  const int fd = ::open(path.c_str(), O_WRONLY);
+  if (fd < 0)
+    return fmt::format("cannot open {} to reserve its space: {}", path, std::strerror(errno));
+  const int status = ::fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, bytes);
+  const int error = errno;
+  ::close(fd);
+  if (status == 0 || error == EOPNOTSUPP || error == ENOSYS) return {};
+  return fmt::format("cannot reserve {:.1f} MB for {}: {}", static_cast<double>(bytes) / 1e6, path,
+                     std::strerror(error));
 }
 
 // The step of a final checkpoint name "ckpt-<digits>.h5", or nullopt for any other name.
@@ -152,6 +206,7 @@ void write_checkpoint_file(MPI_Comm comm, const std::string& path,
   group.broadcast(shared.step);
   group.broadcast(shared.seed);
   group.broadcast(shared.data_cursor);
+  group.broadcast(shared.skipped_steps);
   group.broadcast(shared.config);
 
   h5::Handle access = h5::plist_handle(H5_CHECK(H5Pcreate(H5P_FILE_ACCESS)));
@@ -177,6 +232,7 @@ void write_checkpoint_file(MPI_Comm comm, const std::string& path,
   h5::write_int_attribute(root, "step", shared.step);
   h5::write_int_attribute(root, "seed", shared.seed);
   h5::write_int_attribute(root, "data_cursor", shared.data_cursor);
+  h5::write_int_attribute(root, "skipped_steps", shared.skipped_steps);
   h5::write_string_attribute(root, "config", shared.config);
 
   h5::Handle link_create = h5::plist_handle(H5_CHECK(H5Pcreate(H5P_LINK_CREATE)));
@@ -195,19 +251,30 @@ void write_checkpoint_file(MPI_Comm comm, const std::string& path,
                  "creating tensor '{}' in {}", t.spec.name, path)));
   }
 
+  // Reserve the file's blocks before any data is written: a write that fails on some ranks
+  // only (another job filled the disk since the free-space check) can leave parallel HDF5's
+  // collective flush and close waiting forever, while a failed reservation is agreed on first.
+  hsize_t file_bytes = 0;
+  H5_CHECK(H5Fget_filesize(root, &file_bytes));
+  group.agree(group.rank() == 0 ? reserve_blocks(path, static_cast<off_t>(file_bytes)) : "", false);
+
   // Owners write independently: no rank waits for tensors it does not hold.
   h5::Handle transfer = h5::plist_handle(H5_CHECK(H5Pcreate(H5P_DATASET_XFER)));
   if (group.parallel()) H5_CHECK(H5Pset_dxpl_mpio(transfer.get(), H5FD_MPIO_INDEPENDENT));
   std::string write_failure;
   for (std::size_t i = 0; i < tensors.size() && write_failure.empty(); ++i)
     if (!tensors[i].data.empty())
-      write_failure = write_tensor(datasets[i].get(), tensors[i], transfer.get());
+      write_failure = write_tensor(datasets[i].get(), tensors[i], transfer.get(), path);
 
+  // Space is allocated at creation and metadata goes out at flush and close: a full disk may
+  // surface only there.
   for (auto& dataset : datasets) dataset.reset();  // collective, same order on every rank
+  errno = 0;
   if (H5Fflush(root, H5F_SCOPE_GLOBAL) < 0 && write_failure.empty())
-    write_failure = fmt::format("flushing {} failed (HDF5: {})", path, h5::library_error_message());
+    write_failure = failed_io("flushing the file", errno, path);
+  errno = 0;
   if (file.close() < 0 && write_failure.empty())
-    write_failure = fmt::format("closing {} failed (HDF5: {})", path, h5::library_error_message());
+    write_failure = failed_io("closing the file", errno, path);
   group.agree(write_failure.empty() ? "" : rank_prefix() + path + ": " + write_failure, false);
 }
 
@@ -215,6 +282,8 @@ CheckpointDirectory::CheckpointDirectory(std::string dir, int keep)
     : dir_(std::move(dir)), keep_(keep) {
   CHIMERA_REQUIRE(!dir_.empty(), "checkpoint.dir is empty: name a directory for checkpoints");
   CHIMERA_REQUIRE(keep_ >= 1, "checkpoint.keep = {} must be at least 1", keep_);
+  std::error_code ec;
+  existed_ = fs::is_directory(dir_, ec);
 }
 
 std::string CheckpointDirectory::path_for_step(std::int64_t step) const {
@@ -224,35 +293,72 @@ std::string CheckpointDirectory::path_for_step(std::int64_t step) const {
 std::string CheckpointDirectory::save(MPI_Comm comm, std::span<const TensorData> tensors,
                                       const CheckpointMeta& meta) const {
   const detail::Collective group(comm);
-  std::string failure;
+  std::string failure, vanished;
   if (group.rank() == 0) {
     std::error_code ec;
-    fs::create_directories(dir_, ec);
-    const std::string probe = (fs::path(dir_) / fmt::format(".write-test-{}", ::getpid())).string();
-    if (ec) {
-      failure = fmt::format("{}: cannot create the checkpoint directory: {}", dir_, ec.message());
-    } else if (!std::ofstream(probe).good()) {
-      failure = fmt::format("{}: the checkpoint directory is not writable", dir_);
+    // A directory that held checkpoints and is gone may be a file system that is no longer
+    // mounted: recreating it would write into the mount point, on another disk.
+    if (existed_ && !fs::is_directory(dir_, ec)) {
+      vanished = fmt::format("{}: the checkpoint directory has vanished ({}); not recreating it",
+                             dir_, std::strerror(ENOENT));
+    } else {
+      fs::create_directories(dir_, ec);
+      const std::string probe =
+          (fs::path(dir_) / fmt::format(".write-test-{}", ::getpid())).string();
+      if (ec) {
+        failure = fmt::format("{}: cannot create the checkpoint directory: {}", dir_, ec.message());
+      } else if (!std::ofstream(probe).good()) {
+        failure = fmt::format("{}: the checkpoint directory is not writable", dir_);
+      }
+      fs::remove(probe, ec);
+      existed_ = existed_ || failure.empty();
     }
-    fs::remove(probe, ec);
   }
+  group.agree(vanished, false);
   group.agree(failure, true);
 
   std::int64_t step = meta.step;
   group.broadcast(step);
   const std::string final_path = path_for_step(step);
   const std::string temp_path = final_path + kTempSuffix;
-  write_checkpoint_file(comm, temp_path, tensors, meta);
+  // A write that fails on some ranks only can leave parallel HDF5's collective flush waiting
+  // forever, so a disk too full for the file is found before HDF5 touches it.
+  std::string no_space;
+  if (group.rank() == 0) {
+    const std::int64_t needed = checkpoint_bytes(tensors, meta);
+    const std::int64_t free_bytes = free_space(dir_);
+    if (free_bytes < needed)
+      no_space = fmt::format(
+          "cannot save {}: {} (it needs about {:.1f} MB, {:.1f} MB are free on that file "
+          "system)",
+          final_path, std::strerror(ENOSPC), static_cast<double>(needed) / 1e6,
+          static_cast<double>(free_bytes) / 1e6);
+  }
+  group.agree(no_space, false);
+  const std::string pointer = (fs::path(dir_) / kLatestPointer).string();
+  // A failed save leaves what was there: the previous checkpoints, `latest`, and no temporary
+  // file taking the space a later save needs.
+  auto remove_temporaries = [&] {
+    std::error_code ignored;
+    fs::remove(temp_path, ignored);
+    fs::remove(pointer + kTempSuffix, ignored);
+  };
+  try {
+    write_checkpoint_file(comm, temp_path, tensors, meta);
+  } catch (const Error&) {
+    if (group.rank() == 0) remove_temporaries();
+    throw;
+  }
 
   if (group.rank() == 0) {
     try {
       rename_durably(temp_path, final_path, dir_);
-      const std::string pointer = (fs::path(dir_) / kLatestPointer).string();
       {
         std::ofstream out(pointer + kTempSuffix, std::ios::trunc);
         out << fs::path(final_path).filename().string() << "\n";
         out.flush();
-        CHIMERA_CHECK(out.good(), "cannot write {}{}", pointer, kTempSuffix);
+        CHIMERA_CHECK(out.good(), "cannot write {}{}: {}", pointer, kTempSuffix,
+                      std::strerror(errno));
       }
       rename_durably(pointer + kTempSuffix, pointer, dir_);
       // Pruning comes last: until `latest` names the new file, the old ones are the fallback.
@@ -265,6 +371,7 @@ std::string CheckpointDirectory::save(MPI_Comm comm, std::span<const TensorData>
       }
     } catch (const std::exception& e) {
       failure = e.what();
+      remove_temporaries();
     }
   }
   group.agree(failure, false);
@@ -298,6 +405,17 @@ std::optional<std::string> CheckpointDirectory::latest() const {
   const std::vector<std::string> present = list();
   if (present.empty()) return std::nullopt;
   return present.back();
+}
+
+std::vector<std::string> CheckpointDirectory::resume_candidates() const {
+  std::vector<std::string> out;
+  const auto first = latest();
+  if (!first) return out;
+  out.push_back(*first);
+  const std::vector<std::string> present = list();
+  for (auto it = present.rbegin(); it != present.rend(); ++it)
+    if (fs::path(*it) != fs::path(*first)) out.push_back(*it);
+  return out;
 }
 
 }  // namespace chimera::io

@@ -49,7 +49,10 @@ float Evaluator::forward_through_pipe(std::span<const std::int32_t> inputs,
         MPI_Request r = MPI_REQUEST_NULL;
         MPI_CHECK(MPI_Irecv(in.data(), static_cast<int>(floats), MPI_FLOAT, src, s,
                             comms_.pipeline(), &r));
-        comm::wait(r, wait_policy_);
+        comm::wait(r, wait_policy_, nullptr, nullptr, nullptr, [&] {
+          return fmt::format("recv of the validation activation of stage {} from rank {}", s - 1,
+                             plan_.topology.world_rank(plan_.topology.replica, src));
+        });
       }
       input.activation = staging_.incoming(in.data());
     }
@@ -66,7 +69,10 @@ float Evaluator::forward_through_pipe(std::span<const std::int32_t> inputs,
       MPI_Request r = MPI_REQUEST_NULL;
       MPI_CHECK(MPI_Isend(out.data(), static_cast<int>(floats), MPI_FLOAT, dst, s + 1,
                           comms_.pipeline(), &r));
-      comm::wait(r, wait_policy_);
+      comm::wait(r, wait_policy_, nullptr, nullptr, nullptr, [&] {
+        return fmt::format("send of the validation activation of stage {} to rank {}", s,
+                           plan_.topology.world_rank(plan_.topology.replica, dst));
+      });
     }
   }
   return loss;

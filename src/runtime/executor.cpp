@@ -37,6 +37,7 @@ struct Executor::Impl {
   int tied_stages_held = 0;  // 1 or 2: stage 0 and/or the last stage
   int tied_ready = 0;
   int tag_ub = 0;
+  std::int64_t step = 0;  // the iteration running, for the watchdog's message
 
   // Message buffers (from compute.allocate_message): every activation and activation gradient
   // has the same size (B*T*C).
@@ -148,6 +149,9 @@ struct Executor::Impl {
   bool poll() { return poll_allreduces() || !sends.empty(); }
   static bool poll_cb(void* self) { return static_cast<Impl*>(self)->poll(); }
 
+  // The world rank of worker `peer` of this pipeline group, as users see ranks.
+  int world_rank(int peer) const { return topo.world_rank(topo.replica, peer); }
+
   // This worker's doorbell when `peer` can ring it, else null (the wait polls).
   const comm::Doorbells* bell_from(int peer) const {
     return bells && bells->shared_with(peer) ? &*bells : nullptr;
@@ -158,13 +162,15 @@ struct Executor::Impl {
   // twice); it only progresses the allreduces.
   void drain_sends() {
     while (!sends.empty()) {
+      const int dst = sends.back().dst;
       comm::wait(
           sends.back().request, wait_policy,
           [](void* gs) {
             static_cast<comm::GradSync*>(gs)->poll();
             return true;  // the send itself may need this worker's progress
           },
-          &grad_sync, bell_from(sends.back().dst));
+          &grad_sync, bell_from(dst),
+          [&] { return fmt::format("send to rank {} (step {})", world_rank(dst), step + 1); });
       release(sends.back().buffer);
       sends.pop_back();
     }
@@ -183,7 +189,11 @@ struct Executor::Impl {
     const auto it = receives.find(key(m.payload, m.stage, m.mb));
     CHIMERA_CHECK(it != receives.end(), "wait for a receive that was never posted (stage {} mb {})",
                   m.stage, m.mb);
-    comm::wait(it->second.request, wait_policy, &poll_cb, this, bell_from(m.src));
+    comm::wait(it->second.request, wait_policy, &poll_cb, this, bell_from(m.src), [&] {
+      return fmt::format("recv of the {} of stage {}, micro-batch {} from rank {} (step {})",
+                         m.payload == Payload::Gradient ? "gradient" : "activation", m.stage, m.mb,
+                         world_rank(m.src), step + 1);
+    });
     if (bells) bells->ring(m.src);  // the sender may be draining its sends
     put(m.payload, m.stage, m.mb, it->second.buffer);
     receives.erase(it);
@@ -267,6 +277,7 @@ IterationResult Executor::run(std::int64_t step, const MicroBatchInputs& inputs,
   CHIMERA_CHECK(x.mailbox.empty() && x.receives.empty() && x.sends.empty(),
                 "messages left over from the previous iteration");
   x.tied_ready = 0;
+  x.step = step;
   auto record = [&](std::string name, io::TraceLane lane, double t0, double t1) {
     if (trace != nullptr) {
       trace->push_back(io::TraceEvent{std::move(name), lane, (t0 - trace_origin_s) * 1e6,
@@ -320,7 +331,7 @@ IterationResult Executor::run(std::int64_t step, const MicroBatchInputs& inputs,
                 x.topo.worker, x.mailbox.size() + x.receives.size());
   const double tail = now_seconds();
   x.drain_sends();
-  grad_sync_.wait_all(x.wait_policy);
+  grad_sync_.wait_all(x.wait_policy, [&] { return fmt::format("(step {})", step + 1); });
   const double end = now_seconds();
   r.grad_wait_s = end - tail;
   r.wall_s = end - start;

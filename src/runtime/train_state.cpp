@@ -44,24 +44,34 @@ TrainState::TrainState(const RunPlan& plan, backend::Backend& backend, model::GP
   }
 }
 
-double TrainState::global_grad_norm() {
+double TrainState::local_grad_squares() {
   const auto& topo = plan_.topology;
+  local_squares_.clear();
   double local = 0.0;
   for (const int s : worker_.stages()) {
     if (topo.owns(s)) {
       const auto g = worker_.grads(s);
-      local += optim::sum_of_squares(backend_, g.data, g.count);
+      local += local_squares_[s] = optim::sum_of_squares(backend_, g.data, g.count);
     }
   }
   if (worker_.holds_tied() && topo.owns(0)) {
     const auto g = worker_.tied_grads();
-    local += optim::sum_of_squares(backend_, g.data, g.count);
+    local += local_squares_[model::kTiedStage] = optim::sum_of_squares(backend_, g.data, g.count);
   }
-  // Reduce to rank 0 and broadcast, so every replica applies the bit-identical clip factor.
-  double total = 0.0;
-  MPI_CHECK(MPI_Reduce(&local, &total, 1, MPI_DOUBLE, MPI_SUM, 0, comms_.world()));
-  MPI_CHECK(MPI_Bcast(&total, 1, MPI_DOUBLE, 0, comms_.world()));
-  return std::sqrt(total);
+  return local;
+}
+
+std::vector<int> TrainState::nonfinite_grad_stages() const {
+  // Slot 0 is the tied embedding, slot s + 1 model stage s.
+  std::vector<int> flags(static_cast<std::size_t>(plan_.schedule.stages) + 1, 0);
+  for (const auto& [key, squares] : local_squares_)
+    flags[static_cast<std::size_t>(key + 1)] = std::isfinite(squares) ? 0 : 1;
+  MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, flags.data(), static_cast<int>(flags.size()), MPI_INT,
+                          MPI_MAX, comms_.world()));
+  std::vector<int> stages;
+  for (std::size_t i = 0; i < flags.size(); ++i)
+    if (flags[i] != 0) stages.push_back(static_cast<int>(i) - 1);
+  return stages;
 }
 
 void TrainState::optimizer_step(int step, double lr, double grad_scale) {

@@ -4,7 +4,10 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cmath>
 #include <csignal>
+#include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <optional>
 
@@ -103,7 +106,6 @@ std::string header(const RunPlan& plan, std::size_t params) {
 }
 
 struct StepStats {
-  double loss = 0.0;
   double iter_s = 0.0;
   double pipeline_s = 0.0;
   double bubble = 0.0;
@@ -111,25 +113,88 @@ struct StepStats {
   bool stop = false;
 };
 
-// Everything rank 0 needs from one step, gathered with two reductions.
+// Timing and the stop flag of one step, gathered with two reductions.
 StepStats reduce_step(MPI_Comm world, const IterationResult& r, double iter_s,
                       std::int64_t peak_act, bool stop) {
   int size = 1;
   MPI_CHECK(MPI_Comm_size(world, &size));
-  double sums[3] = {r.loss_sum, static_cast<double>(r.loss_count), r.compute_s};
+  double compute_s = r.compute_s;
   double maxes[4] = {iter_s, r.wall_s, static_cast<double>(peak_act), stop ? 1.0 : 0.0};
-  MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, sums, 3, MPI_DOUBLE, MPI_SUM, world));
+  MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &compute_s, 1, MPI_DOUBLE, MPI_SUM, world));
   MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, maxes, 4, MPI_DOUBLE, MPI_MAX, world));
   StepStats s;
-  s.loss = sums[1] > 0 ? sums[0] / sums[1] : 0.0;
   s.iter_s = maxes[0];
   s.pipeline_s = maxes[1];
   // Measured bubble: the share of the pipeline phase the ranks spent not computing.
-  s.bubble = maxes[1] > 0 ? 1.0 - sums[2] / (size * maxes[1]) : 0.0;
+  s.bubble = maxes[1] > 0 ? 1.0 - compute_s / (size * maxes[1]) : 0.0;
   s.peak_act = static_cast<std::int64_t>(maxes[2]);
   s.stop = maxes[3] > 0;
   return s;
 }
+
+struct LossAndNorm {
+  double loss = 0.0;
+  double grad_norm = 0.0;
+  bool finite() const { return std::isfinite(loss) && std::isfinite(grad_norm); }
+};
+
+// The global-batch loss and the global gradient norm in one reduction (the norm's, which
+// clipping needs anyway). Reduced to rank 0 and broadcast, so every rank holds the same bits:
+// every replica applies the same clip factor, and every rank reaches the same verdict on whether
+// the step is finite (a NaN in a sum stays NaN, an Inf in a sum of squares stays Inf).
+LossAndNorm reduce_loss_and_norm(MPI_Comm world, const IterationResult& r, double grad_squares) {
+  double local[3] = {r.loss_sum, static_cast<double>(r.loss_count), grad_squares};
+  double total[3] = {0.0, 0.0, 0.0};
+  MPI_CHECK(MPI_Reduce(local, total, 3, MPI_DOUBLE, MPI_SUM, 0, world));
+  MPI_CHECK(MPI_Bcast(total, 3, MPI_DOUBLE, 0, world));
+  return LossAndNorm{total[1] > 0 ? total[0] / total[1] : 0.0, std::sqrt(total[2])};
+}
+
+// One line for a step whose loss or gradient norm is not finite, naming where it came from as
+// far as it is known: the loss comes out of the last stage; a gradient turns non-finite in the
+// backward pass, which runs from the last stage to the first, so the highest stage whose
+// gradient is non-finite produced it (the tied embedding sums the first and last stages').
+std::string describe_nonfinite(std::int64_t step, const LossAndNorm& v, int stages,
+                               const std::vector<int>& bad_stages) {
+  std::vector<std::string> parts;
+  if (!std::isfinite(v.loss))
+    parts.push_back(
+        fmt::format("the loss is {} (computed by the last stage, {})", v.loss, stages - 1));
+  if (!std::isfinite(v.grad_norm)) {
+    std::string where;
+    if (!bad_stages.empty()) {
+      const int first = bad_stages.back();
+      where = first == model::kTiedStage
+                  ? " (first in the tied embedding wte)"
+                  : fmt::format(
+                        " (first in stage {}'s gradient, as the backward runs from the "
+                        "last stage to the first)",
+                        first);
+    }
+    parts.push_back(fmt::format("the gradient norm is {}{}", v.grad_norm, where));
+  }
+  return fmt::format("step {}: {}", step + 1, fmt::join(parts, " and "));
+}
+
+// Test hook, for the fault tests only: CHIMERA_TEST_HANG_AT="RANK:STEP" makes that world rank
+// stop answering before step STEP (1-based, as the log counts), as a rank stuck in a driver or
+// on a dead node would, so that runtime.watchdog_s can be tested. Unset in every real run.
+struct HangHook {
+  int rank = -1;
+  long long step = -1;
+  static HangHook from_environment() {
+    HangHook h;
+    if (const char* v = std::getenv("CHIMERA_TEST_HANG_AT")) {
+      if (std::sscanf(v, "%d:%lld", &h.rank, &h.step) != 2) h = HangHook{};
+    }
+    return h;
+  }
+  void maybe_hang(int my_rank, std::int64_t step_index) const {
+    if (my_rank != rank || step_index + 1 != step) return;
+    log::info_all("test hook CHIMERA_TEST_HANG_AT: rank {} hangs before step {}", rank, step);
+    while (true) sleep_seconds(1.0);
+  }
+};
 
 }  // namespace
 
@@ -153,6 +218,9 @@ struct Trainer::Impl {
   std::optional<io::CheckpointDirectory> checkpoints;
   std::int64_t start_step = 0;
   std::int64_t resume_cursor = 0;  // data stream position at start_step
+  std::int64_t skipped_steps = 0;  // updates left out by train.on_nonfinite = skip, in all
+  int consecutive_skips = 0;
+  HangHook hang_hook = HangHook::from_environment();
   std::size_t params = 0;
   std::vector<double> losses;
   optim::LrSchedule lr_schedule;
@@ -164,6 +232,9 @@ struct Trainer::Impl {
   void setup_compute();
   void setup_sample_prompt();
   void print_sample(const std::string& when);
+  void load_start_state();
+  void check_resumable(const std::string& path, const io::CheckpointMeta& meta) const;
+  bool save(const io::CheckpointMeta& meta, bool last);
   void run();
 };
 
@@ -192,11 +263,24 @@ Trainer::Impl::Impl(const TrainRequest& req, MPI_Comm w) : request(req), world(w
                     "log.sample_tokens = {} needs the last stage's activations, which "
                     "parallel.recompute = true does not keep: set one of them off",
                     sample_tokens);
+    CHIMERA_REQUIRE(config.train.on_nonfinite == "stop" || config.train.on_nonfinite == "skip",
+                    "train.on_nonfinite = '{}': use stop or skip", config.train.on_nonfinite);
+    CHIMERA_REQUIRE(config.train.max_skipped_steps >= 1,
+                    "train.max_skipped_steps = {}: must be at least 1",
+                    config.train.max_skipped_steps);
+    CHIMERA_REQUIRE(
+        config.checkpoint.on_save_error == "stop" || config.checkpoint.on_save_error == "warn",
+        "checkpoint.on_save_error = '{}': use stop or warn", config.checkpoint.on_save_error);
+    CHIMERA_REQUIRE(config.runtime.watchdog_s >= 0.0,
+                    "runtime.watchdog_s = {}: use 0 (off) or a number of seconds",
+                    config.runtime.watchdog_s);
   });
   comms = std::make_unique<comm::Communicators>(plan.topology, world);
   wait_policy.doorbells = config.runtime.wait == "doorbell";
+  wait_policy.watchdog_s = config.runtime.watchdog_s;
   if (!plan.emulate) setup_backend();
   comm::all_or_none(world, [&] { setup_compute(); });
+  load_start_state();
   log::info("{}", header(plan, params));
   log::info("{}", plan.topology.describe());
   if (plan.emulate) {
@@ -251,20 +335,104 @@ void Trainer::Impl::setup_compute() {
   if (!config.checkpoint.dir.empty()) {
     checkpoints.emplace(config.checkpoint.dir, config.checkpoint.keep);
   }
-  if (request.resume) {
-    if (const auto latest = checkpoints->latest()) {
-      const auto meta = state->resume(*latest);
-      start_step = meta.step;
-      resume_cursor = meta.data_cursor;
-      log::info("resumed from {} at step {}", *latest, start_step);
-    } else {
-      log::info("no checkpoint in {} yet: starting from step 0", config.checkpoint.dir);
-    }
-  } else if (!request.init.empty()) {
-    const std::string conversions = state->init(request.init);
+}
+
+// Where training starts: --resume takes the newest checkpoint in checkpoint.dir that loads (a
+// missing or damaged file falls back to the one before, and says so), --init a checkpoint's
+// weights. Every attempt is agreed on by every rank, as each reads only its own tensors.
+void Trainer::Impl::load_start_state() {
+  const Config& config = request.config;
+  if (!request.init.empty()) {
+    std::string conversions;
+    comm::all_or_none(world, [&] { conversions = state->init(request.init); });
     log::info("initialised weights from {}{}", request.init,
               conversions.empty() ? "" : " (" + conversions + ")");
+    return;
   }
+  if (!request.resume) return;
+  std::vector<std::string> candidates;
+  comm::all_or_none(world, [&] { candidates = checkpoints->resume_candidates(); });
+  if (candidates.empty()) {
+    log::info("no checkpoint in {} yet: starting from step 0", config.checkpoint.dir);
+    return;
+  }
+  std::vector<std::string> unusable;
+  for (const auto& path : candidates) {
+    io::CheckpointMeta meta;
+    try {
+      comm::all_or_none(world, [&] { meta = io::CheckpointReader(path).meta(); });
+    } catch (const comm::AgreedError& e) {
+      log::warn_once("cannot resume from {}: {}; trying the checkpoint before it", path, e.what());
+      unusable.push_back(path);
+      continue;
+    }
+    // A different model is the user's mistake, not damage: no fallback hides it.
+    comm::all_or_none(world, [&] { check_resumable(path, meta); });
+    try {
+      comm::all_or_none(world, [&] { state->resume(path); });
+    } catch (const comm::AgreedError& e) {
+      if (e.status() != kExitInput) throw;
+      log::warn_once("cannot resume from {}: {}; trying the checkpoint before it", path, e.what());
+      unusable.push_back(path);
+      continue;
+    }
+    start_step = meta.step;
+    resume_cursor = meta.data_cursor;
+    skipped_steps = meta.skipped_steps;
+    if (unusable.empty()) {
+      log::info("resumed from {} at step {}", path, start_step);
+    } else {
+      log::info("resumed from {} at step {}, the newest checkpoint that loads (not: {})", path,
+                start_step, fmt::join(unusable, ", "));
+    }
+    return;
+  }
+  throw comm::AgreedError(
+      fmt::format("--resume: no checkpoint in {} can be loaded (tried {}); move them away to "
+                  "start afresh",
+                  config.checkpoint.dir, fmt::join(unusable, ", ")),
+      kExitInput, 0);
+}
+
+// A checkpoint of another model shape cannot continue this run (an InputError naming both);
+// other settings may differ, and this run's values apply (the log says which).
+void Trainer::Impl::check_resumable(const std::string& path, const io::CheckpointMeta& meta) const {
+  const Config& config = request.config;
+  const Config saved = Config::from_toml(meta.config, path + " (its config attribute)");
+  auto shape = [](const ModelConfig& m) {
+    return fmt::format("L {} C {} H {} T {} V {}", m.n_layer, m.n_embd, m.n_head, m.n_ctx,
+                       m.vocab_size);
+  };
+  CHIMERA_REQUIRE(Config::differences(saved, config, "model").empty(),
+                  "{}: the checkpoint's model is {} but this run's is {} (model.n_layer, n_embd, "
+                  "n_head, n_ctx, vocab_size): resume with the checkpoint's [model] settings",
+                  path, shape(saved.model), shape(config.model));
+  std::vector<std::string> changed;
+  for (const auto& d : Config::differences(saved, config, "train"))
+    changed.push_back(fmt::format("{} = {} (checkpoint: {})", d.key, d.b, d.a));
+  if (!changed.empty())
+    log::info("resuming with this run's settings where they differ from the checkpoint's: {}",
+              fmt::join(changed, ", "));
+}
+
+// Saves a checkpoint of the current state; every rank agrees on the outcome. A failure stops
+// the run (status 1), or with checkpoint.on_save_error = warn is reported and the next save
+// tries again; the last save of a run (the end, a signal, --stop-after) has no next one, so its
+// failure always stops the run. Returns whether the checkpoint was written.
+bool Trainer::Impl::save(const io::CheckpointMeta& meta, bool last) {
+  std::string path;
+  try {
+    comm::all_or_none(world, [&] { path = state->save(*checkpoints, meta); });
+  } catch (const comm::AgreedError& e) {
+    if (request.config.checkpoint.on_save_error != "warn" || last) throw;
+    log::warn_once(
+        "checkpoint of step {} not saved: {}; training goes on "
+        "(checkpoint.on_save_error = warn), the previous checkpoint is intact",
+        meta.step, e.what());
+    return false;
+  }
+  log::info("saved {}", path);
+  return true;
 }
 
 // The prompt of the samples printed during training: text through GPT-2's tokenizer (empty:
@@ -330,6 +498,7 @@ void Trainer::Impl::run() {
       print_sample(fmt::format("before step {}", step + 1));
     }
     for (; step < steps; ++step) {
+      hang_hook.maybe_hang(rank, step);
       const Stopwatch iter_clock;
       const std::int64_t cursor = resume_cursor + (step - start_step) * plan.global_batch;
       const auto& inputs = feed->load(cursor);
@@ -338,16 +507,24 @@ void Trainer::Impl::run() {
       const IterationResult r =
           executor.run(step, inputs, plan.loss_scale(), trace.events(), trace.origin_s());
       const double lr = lr_schedule.at(static_cast<int>(step));
-      double grad_norm = 0.0;
-      if (state) {
-        grad_norm = state->global_grad_norm();
-        state->optimizer_step(static_cast<int>(step), lr,
-                              optim::clip_scale(grad_norm, config.train.grad_clip));
+      const LossAndNorm v =
+          reduce_loss_and_norm(world, r, state ? state->local_grad_squares() : 0.0);
+      const bool finite = v.finite();
+      const bool skip = !finite && config.train.on_nonfinite == "skip";
+      if (finite) {
+        consecutive_skips = 0;
+        // AdamW counts the updates made: skipped steps do not advance its bias correction.
+        if (state)
+          state->optimizer_step(static_cast<int>(step - skipped_steps), lr,
+                                optim::clip_scale(v.grad_norm, config.train.grad_clip));
+      } else if (skip) {
+        ++skipped_steps;
+        ++consecutive_skips;
       }
       const StepStats s = reduce_step(world, r, iter_clock.seconds(),
                                       compute->peak_activation_bytes(), g_stop_signal != 0);
       const bool stop_here = request.stop_after > 0 && step + 1 - start_step >= request.stop_after;
-      losses.push_back(s.loss);
+      losses.push_back(v.loss);
       if (step > start_step || steps - start_step == 1) {  // the first step warms caches up
         sum_iter_s += s.iter_s;
         sum_bubble += s.bubble;
@@ -355,34 +532,65 @@ void Trainer::Impl::run() {
       }
       io::StepMetrics m;
       m.step = step;
-      m.loss = s.loss;
+      m.loss = v.loss;
       m.lr = lr;
-      m.grad_norm = grad_norm;
+      m.grad_norm = v.grad_norm;
       m.iter_ms = s.iter_s * 1e3;
       m.tokens_per_s = static_cast<double>(plan.tokens_per_step()) / s.iter_s;
       m.bubble_ratio = s.bubble;
       m.peak_act_bytes = s.peak_act;
-      if (evaluator && (step + 1) % config.train.eval_every == 0) {
+      m.skipped = skip;
+      m.skipped_steps = skipped_steps;
+      if (finite && evaluator && (step + 1) % config.train.eval_every == 0) {
         m.val_loss = evaluator->evaluate();
       }
       if (metrics.is_open()) metrics.write(m);
-      if ((step + 1) % config.log.every == 0 || step + 1 == steps || m.val_loss) {
+      if ((step + 1) % config.log.every == 0 || step + 1 == steps || m.val_loss || !finite) {
         log::info(
             "step {:>5}/{} | loss {:.4f}{} | lr {:.2e} | grad-norm {:.3f} | {:8.1f} ms{} | "
-            "{:8.0f} tok/s | bubble {:5.1f}% | act {:.1f} MiB",
-            step + 1, steps, s.loss, m.val_loss ? fmt::format(" | val {:.4f}", *m.val_loss) : "",
-            lr, grad_norm, m.iter_ms, plan.emulate ? fmt::format(" (sim {:.1f})", predicted) : "",
-            m.tokens_per_s, 100.0 * s.bubble, static_cast<double>(s.peak_act) / (1 << 20));
+            "{:8.0f} tok/s | bubble {:5.1f}% | act {:.1f} MiB{}",
+            step + 1, steps, v.loss, m.val_loss ? fmt::format(" | val {:.4f}", *m.val_loss) : "",
+            lr, v.grad_norm, m.iter_ms, plan.emulate ? fmt::format(" (sim {:.1f})", predicted) : "",
+            m.tokens_per_s, 100.0 * s.bubble, static_cast<double>(s.peak_act) / (1 << 20),
+            skip ? fmt::format(" | skipped ({} in all)", skipped_steps) : "");
       }
       if (m.val_loss) print_sample(fmt::format("after step {}", step + 1));
+      if (!finite) {
+        // Every rank holds the same loss and norm, so every rank gets here in the same step.
+        const std::string what =
+            describe_nonfinite(step, v, plan.schedule.stages,
+                               state && !std::isfinite(v.grad_norm) ? state->nonfinite_grad_stages()
+                                                                    : std::vector<int>{});
+        const std::string kept =
+            checkpoints
+                ? fmt::format("; {}/latest names the last good checkpoint", config.checkpoint.dir)
+                : "";
+        if (!skip) {
+          throw DivergedError(fmt::format(
+              "training diverged at {}; no update was applied and nothing of it saved{} "
+              "(train.on_nonfinite = skip would skip such steps)",
+              what, kept));
+        }
+        if (consecutive_skips >= config.train.max_skipped_steps) {
+          throw DivergedError(fmt::format(
+              "training diverged: {} consecutive steps skipped (train.max_skipped_steps), the "
+              "last at {}{}",
+              consecutive_skips, what, kept));
+        }
+        log::warn_once("{}; update skipped ({} in a row, {} in all; train.on_nonfinite = skip)",
+                       what, consecutive_skips, skipped_steps);
+      }
+      const bool last_save = s.stop || stop_here || step + 1 == steps;
+      // A skipped step changed nothing: a periodic save of it would only rotate older
+      // checkpoints away while the run may be diverging.
       const bool save_now =
-          checkpoints &&
-          (s.stop || stop_here || step + 1 == steps ||
-           (config.checkpoint.every > 0 && (step + 1) % config.checkpoint.every == 0));
+          checkpoints && (last_save || (!skip && config.checkpoint.every > 0 &&
+                                        (step + 1) % config.checkpoint.every == 0));
       if (save_now) {
-        const io::CheckpointMeta meta{step + 1, config.train.seed, cursor + plan.global_batch,
-                                      config.to_toml()};
-        log::info("saved {}", state->save(*checkpoints, meta));
+        io::CheckpointMeta meta{step + 1, config.train.seed, cursor + plan.global_batch,
+                                config.to_toml()};
+        meta.skipped_steps = skipped_steps;
+        save(meta, last_save);
       }
       if (s.stop || stop_here) {
         log::info("stopping after step {}{}", step + 1,
@@ -393,6 +601,11 @@ void Trainer::Impl::run() {
       }
     }
     trace.write();
+  } catch (const comm::AgreedError&) {
+    throw;  // every rank leaves together (a failed save), with one message
+  } catch (const DivergedError& e) {
+    // Every rank reached the same verdict in the same step: leave together, without an abort.
+    throw comm::AgreedError(e.what(), exit_status(e), rank);
   } catch (const std::exception& e) {
     // Other ranks may be inside a collective or waiting for this rank's messages: end them all.
     comm::abort_job(e.what(), exit_status(e));

@@ -40,7 +40,9 @@ class GradSync {
 
   void start(int key);  // non-blocking in-place sum
   bool poll();          // tests every outstanding sum; true while any is still running
-  void wait_all(const WaitPolicy& policy);  // wait for all started; every key must have started
+  // Waits for all started; every key must have started. `context` (may be empty) ends the
+  // watchdog's label: "allreduce of gradient 'stage 2' (step 7)".
+  void wait_all(const WaitPolicy& policy, const WaitLabel& context = {});
 
   bool started(int key) const;
   const std::vector<Timing>& timings() const { return timings_; }

@@ -2,6 +2,7 @@
 // MPI essentials: the check macro, the process-wide session, and waiting without spinning.
 #include <mpi.h>
 
+#include <functional>
 #include <string>
 
 #include "chimera/core/error.hpp"
@@ -54,7 +55,15 @@ struct WaitPolicy {
   double max_sleep_us = 100.0;
   double max_bell_sleep_us = 2000.0;
   bool doorbells = true;  // runtime.wait: doorbell (true) or poll (false)
+  // runtime.watchdog_s: a single wait longer than this ends the job through abort_job, naming
+  // the wait (0 = off). Only waits are watched: compute, and the blocking collectives at the end
+  // of a step, never trip it.
+  double watchdog_s = 0.0;
 };
+
+// What a wait is for, built only when the watchdog trips: "recv of the activation of stage 1,
+// micro-batch 3 from rank 1 (step 7)".
+using WaitLabel = std::function<std::string()>;
 
 // What one test during a wait found.
 enum class WaitState {
@@ -64,14 +73,15 @@ enum class WaitState {
 };
 
 // Waits until `test(arg)` says Done, without monopolising a core. `bell` (may be null) is this
-// rank's doorbell when whoever completes the awaited event rings it.
+// rank's doorbell when whoever completes the awaited event rings it. `label` names the wait in
+// the watchdog's message.
 void wait_until(WaitState (*test)(void*), void* arg, const WaitPolicy& policy,
-                const Doorbells* bell = nullptr);
+                const Doorbells* bell = nullptr, const WaitLabel& label = {});
 
 // Waits for one request. `poll` (may be empty) runs between tests: it is how outstanding sends
 // and eager allreduces make progress during a wait, and it returns whether any of them still
 // needs this rank's progress.
 void wait(MPI_Request& request, const WaitPolicy& policy, bool (*poll)(void*) = nullptr,
-          void* poll_arg = nullptr, const Doorbells* bell = nullptr);
+          void* poll_arg = nullptr, const Doorbells* bell = nullptr, const WaitLabel& label = {});
 
 }  // namespace chimera::comm

@@ -47,14 +47,17 @@ struct TrainConfig {
   double eps = 1e-8;
   double grad_clip = 1.0;  // global-norm clip; 0 disables
   std::int64_t seed = 1337;
-  int eval_every = 0;    // validation loss every K steps (0 = never)
-  int eval_batches = 4;  // global batches of the val split per evaluation
+  int eval_every = 0;                 // validation loss every K steps (0 = never)
+  int eval_batches = 4;               // global batches of the val split per evaluation
+  std::string on_nonfinite = "stop";  // non-finite loss or gradient norm: stop | skip the update
+  int max_skipped_steps = 10;         // skip: stop after this many consecutive skipped steps
 };
 
 struct CheckpointConfig {
-  std::string dir;  // save directory ("" = no checkpoints)
-  int every = 0;    // save every K steps (0 = only at the end when dir is set)
-  int keep = 3;     // keep the last K checkpoints
+  std::string dir;                     // save directory ("" = no checkpoints)
+  int every = 0;                       // save every K steps (0 = only at the end when dir is set)
+  int keep = 3;                        // keep the last K checkpoints
+  std::string on_save_error = "stop";  // a failed save: stop (status 1) | warn and go on
 };
 
 struct LogConfig {
@@ -74,6 +77,7 @@ struct RuntimeConfig {
   std::string compute = "real";    // real | emulate
   std::string cost;                // emulate: "F:B[:W]" milliseconds per stage op
   std::string wait = "doorbell";   // doorbell (sleep until a peer on the node rings) | poll
+  double watchdog_s = 0.0;  // a rank waiting longer than this in one op ends the job (0 = off)
 };
 
 struct Config {
@@ -95,6 +99,15 @@ struct Config {
   // Canonical TOML text with every key: stored in checkpoints, hashed for the cross-rank check.
   std::string to_toml() const;
   std::uint64_t hash() const;
+
+  // The keys of `section` whose values differ between `a` and `b`, with both values as TOML text.
+  struct KeyDifference {
+    std::string key;  // "section.key"
+    std::string a;
+    std::string b;
+  };
+  static std::vector<KeyDifference> differences(const Config& a, const Config& b,
+                                                std::string_view section);
 
   // Every key as "section.key", for --help texts and suggestions.
   static std::vector<std::string> keys();

@@ -1,9 +1,11 @@
 #pragma once
-// Errors and check macros. Two kinds of failure, two exit statuses:
-//   InputError  - the user asked for something invalid (bad flag, config, file): exit status 2,
-//                 one clear line naming what was wrong and what would be right.
-//   Error       - a broken invariant inside Chimera (a bug) or a failing system call: status 1,
-//                 with file, line and rank so that a report from rank 1,873 can be traced.
+// Errors and check macros. Three kinds of failure, three exit statuses:
+//   InputError    - the user asked for something invalid (bad flag, config, file): exit status 2,
+//                   one clear line naming what was wrong and what would be right.
+//   DivergedError - training diverged (a non-finite loss or gradient norm): exit status 3, one
+//                   line naming the step and the quantity; the last good checkpoint is kept.
+//   Error         - a broken invariant inside Chimera (a bug) or a failing system call: status
+//                   1, with file, line and rank so that a report from rank 1,873 can be traced.
 #include <fmt/format.h>
 
 #include <stdexcept>
@@ -21,7 +23,17 @@ class InputError : public Error {
   using Error::Error;
 };
 
-// Exit status for an exception escaping a subcommand: 2 for bad input, 1 otherwise.
+class DivergedError : public Error {
+ public:
+  using Error::Error;
+};
+
+inline constexpr int kExitInternal = 1;
+inline constexpr int kExitInput = 2;
+inline constexpr int kExitDiverged = 3;
+
+// Exit status for an exception escaping a subcommand: 2 for bad input, 3 for divergence, 1
+// otherwise.
 int exit_status(const std::exception& e);
 
 namespace detail {

@@ -39,6 +39,13 @@ void warn(fmt::format_string<Args...> f, Args&&... args) {
   if (level() <= Level::Warn)
     write_stderr("warning: " + fmt::format(f, std::forward<Args>(args)...));
 }
+// A warning common to every rank (they agreed on it): one line, from rank 0, no rank prefix.
+template <typename... Args>
+void warn_once(fmt::format_string<Args...> f, Args&&... args) {
+  if (level() <= Level::Warn && is_root()) {
+    write_stderr_plain("warning: " + fmt::format(f, std::forward<Args>(args)...));
+  }
+}
 // An error common to every rank (a bad configuration): one line, from rank 0, no rank prefix.
 template <typename... Args>
 void error_once(fmt::format_string<Args...> f, Args&&... args) {

@@ -3,7 +3,7 @@
 // Tensors are float32 datasets named like Hugging Face GPT-2 (`wte.weight`, `h.0.attn.c_attn.
 // weight`, ...; the model module provides names and HF shapes), AdamW moments under
 // `optim/exp_avg/<name>` and `optim/exp_avg_sq/<name>`, and root attributes `step`, `seed`,
-// `data_cursor`, `config` (TOML text), `format` and `format_version`.
+// `data_cursor`, `skipped_steps`, `config` (TOML text), `format` and `format_version`.
 //
 // Writing is collective over an MPI communicator through parallel HDF5 (MPI-IO): every rank
 // creates every dataset (HDF5 metadata is collective) and the one rank that owns a tensor writes
@@ -42,6 +42,9 @@ struct CheckpointMeta {
   std::int64_t seed = 0;
   std::int64_t data_cursor = 0;  // stream position of the next training sample (data/sampler.hpp)
   std::string config;            // the full run configuration, chimera::Config::to_toml()
+  // Steps whose update train.on_nonfinite = skip left out: AdamW's step count is step minus
+  // these. Absent in older files (read as 0).
+  std::int64_t skipped_steps = 0;
 };
 
 std::string exp_avg_name(std::string_view tensor);     // "optim/exp_avg/<tensor>"
@@ -66,19 +69,26 @@ class CheckpointDirectory {
   // name, then points `latest` at it (written the same way) and removes all but the newest
   // `keep` checkpoints and any stale temporary files. A crash at any moment leaves `latest`
   // naming a complete checkpoint and no partial file under a final name. InputError on every
-  // rank when the directory cannot be created or written. Returns the final path.
+  // rank when the directory cannot be created or written; an Error when it existed (at
+  // construction or an earlier save) and has vanished, or when a write fails (the message names
+  // the file and the system's reason, e.g. "No space left on device"): the temporary file is
+  // removed and the previous checkpoints and `latest` stay as they were. Returns the final path.
   std::string save(MPI_Comm comm, std::span<const TensorData> tensors,
                    const CheckpointMeta& meta) const;
 
   // The checkpoint `latest` names; without a usable pointer, the highest-step ckpt-*.h5 file;
   // nullopt when the directory holds none (for `--resume`).
   std::optional<std::string> latest() const;
+  // What `--resume` tries, in order, until one loads: latest(), then every other checkpoint
+  // present, newest first (a damaged newest file falls back to the one before).
+  std::vector<std::string> resume_candidates() const;
   // The final checkpoint files present, oldest first.
   std::vector<std::string> list() const;
 
  private:
   std::string dir_;
   int keep_;
+  mutable bool existed_ = false;  // the directory existed once: do not recreate it if it vanishes
 };
 
 class CheckpointReader {

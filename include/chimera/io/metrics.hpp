@@ -17,6 +17,8 @@ struct StepMetrics {
   double tokens_per_s = 0.0;
   double bubble_ratio = 0.0;  // measured: idle / iteration time, mean over workers
   std::int64_t peak_act_bytes = 0;
+  bool skipped = false;            // train.on_nonfinite = skip left this step's update out
+  std::int64_t skipped_steps = 0;  // steps skipped so far in the run, this one included
   std::optional<double> val_loss;  // on evaluation steps
 };
 

@@ -27,8 +27,12 @@ class TrainState {
   TrainState(const RunPlan& plan, backend::Backend& backend, model::GPT2Worker& worker,
              const comm::Communicators& comms);
 
-  // sqrt of the sum of squares of every gradient of the model, each counted once. Collective.
-  double global_grad_norm();
+  // The sum of squares of the gradients this rank owns (each tensor of the model is owned by one
+  // rank): the runtime sums it over ranks, together with the loss, for the global norm.
+  double local_grad_squares();
+  // Collective over the world, after a non-finite global norm: the model stages whose gradients
+  // are not finite, ascending (model::kTiedStage first, for the tied embedding).
+  std::vector<int> nonfinite_grad_stages() const;
   // One AdamW update of every held buffer; `step` counts from 0 (AdamW's t = step + 1).
   void optimizer_step(int step, double lr, double grad_scale);
 
@@ -57,6 +61,7 @@ class TrainState {
   // Buffer key: model stage, or model::kTiedStage.
   std::map<int, std::unique_ptr<optim::AdamWMoments>> moments_;
   std::map<int, std::vector<optim::ParamRange>> ranges_;
+  std::map<int, double> local_squares_;  // the last local_grad_squares(), per buffer key
 };
 
 }  // namespace chimera::runtime

@@ -12,24 +12,14 @@ import sys
 import tempfile
 import unittest
 
-import h5py
-import numpy as np
-
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "analysis"))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "support"))
 import load_checkpoint  # noqa: E402
+from token_data import write_tokens  # noqa: E402
 
 CHIMERA = MPIEXEC = None
 FLAGS = []
 T = 8
-
-
-def write_tokens(path, n, seed):
-    rng = np.random.default_rng(seed)
-    with h5py.File(path, "w") as f:
-        f.create_dataset("tokens", data=rng.integers(0, 96, n).astype(np.uint16), chunks=(512,))
-        f.attrs["vocab_size"] = np.int64(96)
-        f.attrs["eos_token"] = np.int64(95)
-        f.attrs["tokenizer"] = np.bytes_("test")
 
 
 class CheckpointInPyTorch(unittest.TestCase):

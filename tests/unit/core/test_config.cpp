@@ -65,6 +65,23 @@ TEST(Config, RoundTripsThroughTomlText) {
   EXPECT_EQ(back.data.val[1], "b\"q.h5");
 }
 
+TEST(Config, DifferencesNameTheKeysOfOneSectionWithBothValues) {
+  Config a, b;
+  b.set("train.lr=0.002");
+  b.set("train.beta2=0.99");
+  b.set("model.n_embd=48");
+  const auto train = Config::differences(a, b, "train");
+  ASSERT_EQ(train.size(), 2U);
+  EXPECT_EQ(train[0].key, "train.lr");
+  EXPECT_EQ(train[0].a, "0.0006");
+  EXPECT_EQ(train[0].b, "0.002");
+  EXPECT_EQ(train[1].key, "train.beta2");
+  const auto model = Config::differences(a, b, "model");
+  ASSERT_EQ(model.size(), 1U);
+  EXPECT_EQ(model[0].key, "model.n_embd");
+  EXPECT_TRUE(Config::differences(a, a, "train").empty());
+}
+
 TEST(Config, HashChangesWithAnyKey) {
   Config a, b;
   b.set("train.beta2=0.999");

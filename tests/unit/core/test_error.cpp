@@ -30,6 +30,14 @@ TEST(Error, RequireIsInputErrorWithStatusTwo) {
   }
 }
 
+TEST(Error, DivergedTrainingHasStatusThree) {
+  const DivergedError diverged("step 7: the loss is nan");
+  EXPECT_EQ(exit_status(diverged), kExitDiverged);
+  EXPECT_EQ(kExitDiverged, 3);
+  EXPECT_EQ(exit_status(InputError("x")), kExitInput);
+  EXPECT_EQ(exit_status(Error("x")), kExitInternal);
+}
+
 TEST(Error, RankPrefixAppearsOnceSet) {
   set_process_rank(7);
   EXPECT_EQ(rank_prefix(), "[rank 7] ");

@@ -77,6 +77,52 @@ TEST(Checkpoint, LatestPointsToTheNewestAndOnlyKeepAreKept) {
   EXPECT_EQ(checkpoints.latest(), (dir / "ckpt-00000004.h5").string());
 }
 
+TEST(Checkpoint, SkippedStepsRoundTripAndDefaultToZero) {
+  const fs::path dir = temp_dir("skipped");
+  const auto model = gpt2_like(1, 4, 10);
+  const CheckpointDirectory checkpoints(dir.string(), 3);
+  CheckpointMeta meta = meta_for(5);
+  meta.skipped_steps = 2;
+  EXPECT_EQ(
+      CheckpointReader(checkpoints.save(MPI_COMM_SELF, model.all(), meta)).meta().skipped_steps, 2);
+}
+
+TEST(Checkpoint, ResumeCandidatesStartAtLatestThenGoNewestFirst) {
+  const fs::path dir = temp_dir("candidates");
+  const auto model = gpt2_like(1, 4, 10);
+  const CheckpointDirectory checkpoints(dir.string(), 3);
+  EXPECT_TRUE(checkpoints.resume_candidates().empty());
+  for (int step = 1; step <= 3; ++step)
+    checkpoints.save(MPI_COMM_SELF, model.all(), meta_for(step));
+  auto path = [&](int step) { return checkpoints.path_for_step(step); };
+  EXPECT_EQ(checkpoints.resume_candidates(), (std::vector<std::string>{path(3), path(2), path(1)}));
+  // `latest` naming an older file (a newer one written but never pointed at): that one first.
+  std::ofstream(dir / "latest") << "ckpt-00000002.h5\n";
+  EXPECT_EQ(checkpoints.resume_candidates(), (std::vector<std::string>{path(2), path(3), path(1)}));
+  // `latest` naming a file that is gone: the newest present.
+  fs::remove(path(2));
+  EXPECT_EQ(checkpoints.resume_candidates(), (std::vector<std::string>{path(3), path(1)}));
+}
+
+TEST(Checkpoint, VanishedDirectoryIsNotRecreated) {
+  const fs::path dir = temp_dir("vanished");
+  const auto model = gpt2_like(1, 4, 10);
+  const CheckpointDirectory checkpoints(dir.string(), 3);
+  checkpoints.save(MPI_COMM_SELF, model.all(), meta_for(1));
+  fs::remove_all(dir);
+  try {
+    checkpoints.save(MPI_COMM_SELF, model.all(), meta_for(2));
+    FAIL() << "a save into a vanished directory succeeded";
+  } catch (const InputError& e) {
+    FAIL() << "a vanished directory is not bad input: " << e.what();
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find(dir.string()), std::string::npos) << msg;
+    EXPECT_NE(msg.find("vanished (No such file or directory)"), std::string::npos) << msg;
+  }
+  EXPECT_FALSE(fs::exists(dir));
+}
+
 TEST(Checkpoint, DifferentModelShapeNamesTheTensorAndBothShapes) {
   const fs::path dir = temp_dir("shape");
   const auto model = gpt2_like(2, 8, 50);

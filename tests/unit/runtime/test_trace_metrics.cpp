@@ -30,6 +30,13 @@ TEST(Metrics, OneValidJsonObjectPerLineWithTheContractKeys) {
   EXPECT_DOUBLE_EQ(j["lr"].get<double>(), 6e-4);
   EXPECT_EQ(j["peak_act_bytes"].get<std::int64_t>(), 123456789012);
   EXPECT_FALSE(j.contains("val_loss"));
+  EXPECT_EQ(j["skipped"], false);
+  EXPECT_EQ(j["skipped_steps"], 0);
+  m.skipped = true;
+  m.skipped_steps = 3;
+  const auto skipped = nlohmann::json::parse(to_json_line(m));
+  EXPECT_EQ(skipped["skipped"], true);
+  EXPECT_EQ(skipped["skipped_steps"], 3);
   m.val_loss = 2.5;
   m.loss = std::nan("");
   const auto k = nlohmann::json::parse(to_json_line(m));  // NaN must not break the JSON
@@ -41,11 +48,11 @@ TEST(Metrics, AppendKeepsEarlierSteps) {
   const auto path = std::filesystem::temp_directory_path() / "chimera_metrics_test.jsonl";
   {
     MetricsWriter w(path.string(), false);
-    w.write(StepMetrics{1, 1.0, 0, 0, 0, 0, 0, 0, {}});
+    w.write(StepMetrics{1, 1.0, 0, 0, 0, 0, 0, 0, false, 0, {}});
   }
   {
     MetricsWriter w(path.string(), true);
-    w.write(StepMetrics{2, 1.0, 0, 0, 0, 0, 0, 0, {}});
+    w.write(StepMetrics{2, 1.0, 0, 0, 0, 0, 0, 0, false, 0, {}});
   }
   std::ifstream in(path);
   std::string a, b, c;

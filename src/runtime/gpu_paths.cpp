@@ -129,15 +129,6 @@ bool sum_order_consistent(const schedule::Schedule& sched, const schedule::Progr
   return true;
 }
 
-int node_local_rank(MPI_Comm world) {
-  MPI_Comm node = MPI_COMM_NULL;
-  MPI_CHECK(MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
-  int rank = 0;
-  MPI_CHECK(MPI_Comm_rank(node, &rank));
-  MPI_CHECK(MPI_Comm_free(&node));
-  return rank;
-}
-
 CudaAwareMpi query_cuda_aware_mpi() {
 #if defined(MPIX_CUDA_AWARE_SUPPORT) && MPIX_CUDA_AWARE_SUPPORT
   // Built with CUDA support; the run-time answer says whether it is enabled.

@@ -14,6 +14,7 @@
 #include "chimera/backend/backend.hpp"
 #include "chimera/comm/agreement.hpp"
 #include "chimera/comm/communicators.hpp"
+#include "chimera/comm/local_rank.hpp"
 #include "chimera/comm/mpi.hpp"
 #include "chimera/core/log.hpp"
 #include "chimera/core/timer.hpp"
@@ -206,6 +207,7 @@ struct Trainer::Impl {
   RunPlan plan;
   std::unique_ptr<comm::Communicators> comms;
   comm::WaitPolicy wait_policy;
+  comm::NodeLocalRank local_rank;  // the GPU backends' device choice
   std::unique_ptr<backend::Backend> backend;
   std::unique_ptr<model::GPT2Worker> worker;
   GpuPaths paths;  // direct messages, MPI_Iallreduce: a host-memory backend's paths
@@ -276,6 +278,9 @@ Trainer::Impl::Impl(const TrainRequest& req, MPI_Comm w) : request(req), world(w
                     config.runtime.watchdog_s);
   });
   comms = std::make_unique<comm::Communicators>(plan.topology, world);
+  comm::all_or_none(world, [&] { local_rank = comm::node_local_rank(world, comm::process_env); });
+  const std::string local_ranks =
+      comm::describe_node_local_ranks(comm::gather_node_local_ranks(world, local_rank));
   wait_policy.doorbells = config.runtime.wait == "doorbell";
   wait_policy.watchdog_s = config.runtime.watchdog_s;
   if (!plan.emulate) setup_backend();
@@ -283,6 +288,7 @@ Trainer::Impl::Impl(const TrainRequest& req, MPI_Comm w) : request(req), world(w
   load_start_state();
   log::info("{}", header(plan, params));
   log::info("{}", plan.topology.describe());
+  log::info("{}", local_ranks);
   if (plan.emulate) {
     log::info("simulator: {:.2f} ms per iteration for these costs", predicted_ms(plan));
   }
@@ -294,7 +300,7 @@ void Trainer::Impl::setup_backend() {
   const Config& config = request.config;
   backend::BackendOptions options;
   options.precision = config.runtime.precision;
-  options.local_rank = node_local_rank(world);
+  options.local_rank = local_rank.rank;
   comm::all_or_none(world,
                     [&] { backend = backend::make_backend(config.runtime.backend, options); });
   if (!backend->host_memory()) {

@@ -3,7 +3,7 @@
 scaling sweep submitted with sbatch and collected; a 4-rank training job stopped with SIGUSR1,
 requeued and resumed, and a chain of jobs with --dependency, both giving an uninterrupted run's
 losses bit for bit; srun --mpi=pmix and mpirun inside an allocation, each with the node-local rank
-from its launcher.
+from its launcher, as chimera train's log says it chose it.
 
 Usage: test_slurm.py CHIMERA   (the cluster is brought up if it is not, and taken down again
 only if this test brought it up; it skips, saying why, only where Slurm cannot start)
@@ -173,7 +173,8 @@ class SlurmJobs(unittest.TestCase):
         self.assertEqual(len(losses(self.metrics(ref_out))), steps)
 
     def test_launchers_give_the_node_local_rank(self):
-        for launcher, variable in (("srun", 1), ("mpirun", 2)):
+        for launcher, variable, source in (("srun", 1, "SLURM_LOCALID"),
+                                           ("mpirun", 2, "OMPI_COMM_WORLD_LOCAL_RANK")):
             with self.subTest(launcher=launcher):
                 records = self.tmp / launcher
                 records.mkdir()
@@ -187,12 +188,22 @@ class SlurmJobs(unittest.TestCase):
                 self.assertIn("chimera-job: exit status 0", log)
                 ranks = [p.read_text().split() for p in records.iterdir()]
                 self.assertEqual(len(ranks), 4)
+                node_of = {int(r[3]): r[0] for r in ranks}
+                self.assertEqual(sorted(node_of), [0, 1, 2, 3], ranks)
+                # What chimera itself chose (and a GPU backend computes on), in world rank order.
+                chosen = re.search(r"^node-local ranks \((\w+)\):((?: \d+)+)$", log, re.M)
+                self.assertIsNotNone(chosen, log)
+                self.assertEqual(chosen.group(1), source, log)
+                local = [int(v) for v in chosen.group(2).split()]
+                self.assertEqual(len(local), 4, log)
+                self.assertEqual(local, [int(r[variable]) for r in
+                                         sorted(ranks, key=lambda r: int(r[3]))], ranks)
                 by_node = {}
-                for r in ranks:
-                    by_node.setdefault(r[0], []).append(int(r[variable]))
+                for world_rank, value in enumerate(local):
+                    by_node.setdefault(node_of[world_rank], []).append(value)
                 # 2 nodes x 2 ranks, as the allocation says: local ranks 0 and 1 on each.
                 self.assertEqual(sorted(sorted(v) for v in by_node.values()), [[0, 1], [0, 1]],
-                                 ranks)
+                                 (ranks, local))
                 self.assertEqual(len(losses(self.metrics(out))), 2)
 
     def test_weak_scaling_sweep_is_submitted_and_collected(self):

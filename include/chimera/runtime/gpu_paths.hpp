@@ -48,8 +48,6 @@ GpuPaths choose_gpu_paths(const std::string& messages, const std::string& allred
 // the last of its stages) is consistent with one global order of the sums.
 bool sum_order_consistent(const schedule::Schedule& sched, const schedule::Program& program);
 
-// The node-local rank (MPI_Comm_split_type shared-memory); collective over `world`.
-int node_local_rank(MPI_Comm world);
 // What this MPI library says about CUDA-aware transfers (Open MPI's MPIX_Query_cuda_support, Cray
 // MPICH's MPICH_GPU_SUPPORT_ENABLED, MVAPICH2's MV2_USE_CUDA); Unknown when it says nothing.
 CudaAwareMpi query_cuda_aware_mpi();

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "chimera/comm/local_rank.hpp"
 #include "chimera/core/error.hpp"
 #include "cuda_check.hpp"
 
@@ -59,8 +60,11 @@ CudaBackend::CudaBackend(const BackendOptions& options) : precision_(options.pre
                   : found == cudaErrorInsufficientDriver
                       ? "no NVIDIA driver (libcuda.so.1), or one older than this CUDA runtime"
                       : cudaGetErrorString(found));
-  const int local_rank =
-      options.local_rank >= 0 ? options.local_rank : std::max(0, local_rank_from_environment());
+  // Without a rank from the caller (a tool without MPI), the launcher's word, else device 0.
+  const int local_rank = options.local_rank >= 0 ? options.local_rank : [] {
+    const auto launcher = comm::launcher_local_rank(comm::process_env);
+    return launcher ? launcher->rank : 0;
+  }();
   device_ = local_rank % count;
   CUDA_CHECK(cudaSetDevice(device_));
   info_ = query_device(device_);

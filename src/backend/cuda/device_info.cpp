@@ -3,10 +3,6 @@
 #include <fmt/format.h>
 
 #include <array>
-#include <charconv>
-#include <cstdlib>
-
-#include "chimera/core/error.hpp"
 
 namespace chimera::backend::cuda {
 
@@ -82,22 +78,6 @@ std::optional<PeakFlops> device_peak(const DeviceInfo& device, std::string_view 
                                       "= {:.1f} TFLOP/s",
                                       device.major, device.minor, precision, device.sm_count,
                                       device.clock_khz / 1000, per_clock, flops / 1e12)};
-}
-
-int local_rank_from_environment() {
-  for (const char* name : {"OMPI_COMM_WORLD_LOCAL_RANK", "MV2_COMM_WORLD_LOCAL_RANK",
-                           "MPI_LOCALRANKID", "SLURM_LOCALID", "PALS_LOCAL_RANKID"}) {
-    const char* value = std::getenv(name);
-    if (value == nullptr || *value == '\0') continue;
-    const std::string_view text(value);
-    int rank = -1;
-    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), rank);
-    CHIMERA_REQUIRE(error == std::errc() && end == text.data() + text.size() && rank >= 0,
-                    "environment variable {}='{}' is not a node-local rank (a number >= 0)", name,
-                    text);
-    return rank;
-  }
-  return -1;
 }
 
 }  // namespace chimera::backend::cuda

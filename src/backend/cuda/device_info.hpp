@@ -26,8 +26,4 @@ struct DeviceInfo {
 // known.
 std::optional<PeakFlops> device_peak(const DeviceInfo& device, std::string_view precision);
 
-// The node-local rank from the launcher's environment (Open MPI, MVAPICH, MPICH/Hydra, Slurm,
-// PALS), or -1 when none is set. An unreadable value is an InputError naming the variable.
-int local_rank_from_environment();
-
 }  // namespace chimera::backend::cuda

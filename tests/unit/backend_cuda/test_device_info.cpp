@@ -1,10 +1,6 @@
-// The CUDA backend's pure functions (no GPU needed): the peak table behind MFU figures and the
-// node-local rank from the launcher's environment.
+// The CUDA backend's pure functions (no GPU needed): the peak table behind MFU figures.
 #include <gtest/gtest.h>
 
-#include <cstdlib>
-
-#include "chimera/core/error.hpp"
 #include "cuda/device_info.hpp"
 
 namespace chimera::backend::cuda {
@@ -29,19 +25,6 @@ TEST(DevicePeak, EstimateFromSmsAndClockForUnlistedGpus) {
   EXPECT_NE(peak->source.find("estimate"), std::string::npos) << peak->source;
   DeviceInfo future{"Future GPU", 12, 0, 100, 1000000, 0, ""};
   EXPECT_FALSE(device_peak(future, "bf16").has_value());
-}
-
-TEST(LocalRank, FromTheLauncherOrMinusOne) {
-  for (const char* v : {"OMPI_COMM_WORLD_LOCAL_RANK", "MV2_COMM_WORLD_LOCAL_RANK",
-                        "MPI_LOCALRANKID", "SLURM_LOCALID", "PALS_LOCAL_RANKID"}) {
-    unsetenv(v);
-  }
-  EXPECT_EQ(local_rank_from_environment(), -1);
-  setenv("SLURM_LOCALID", "3", 1);
-  EXPECT_EQ(local_rank_from_environment(), 3);
-  setenv("SLURM_LOCALID", "x3", 1);
-  EXPECT_THROW(local_rank_from_environment(), InputError);
-  unsetenv("SLURM_LOCALID");
 }
 
 }  // namespace

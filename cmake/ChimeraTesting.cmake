@@ -43,3 +43,23 @@ function(chimera_add_mpi_test name)
                          PROCESSORS ${np} ENVIRONMENT "OMP_NUM_THREADS=1")
   endforeach()
 endfunction()
+
+# chimera_add_train_driver_test(NAME SCRIPT PROCESSORS n TIMEOUT s [LABELS ...] [ARGS ...]
+#                               [SKIP_REGEX re])
+# A Python driver that launches `chimera train` (and its other subcommands) the way a user does,
+# under mpiexec with this machine's launcher flags: SCRIPT CHIMERA MPIEXEC FLAGS... [ARGS...].
+# SKIP_REGEX: output that means the driver could not do its work, which CTest reports as a skip.
+function(chimera_add_train_driver_test name)
+  cmake_parse_arguments(ARG "" "SCRIPT;PROCESSORS;TIMEOUT;SKIP_REGEX" "LABELS;ARGS" ${ARGN})
+  if(NOT ARG_LABELS)
+    set(ARG_LABELS mpi)
+  endif()
+  add_test(NAME ${name}
+           COMMAND /usr/bin/python3 ${ARG_SCRIPT} $<TARGET_FILE:chimera> ${MPIEXEC_EXECUTABLE}
+                   ${CHIMERA_MPIEXEC_FLAGS} ${ARG_ARGS})
+  set_tests_properties(${name} PROPERTIES LABELS "${ARG_LABELS}" TIMEOUT ${ARG_TIMEOUT}
+                       PROCESSORS ${ARG_PROCESSORS})
+  if(ARG_SKIP_REGEX)
+    set_tests_properties(${name} PROPERTIES SKIP_REGULAR_EXPRESSION "${ARG_SKIP_REGEX}")
+  endif()
+endfunction()

@@ -52,7 +52,7 @@ Run add_train_command(CLI::App& app) {
       "train",
       "Train GPT-2 with a pipeline schedule over MPI. Launch W*D ranks (mpirun -np, srun): D from "
       "parallel.stages, W (data-parallel replicas) = ranks / D.\n"
-      "Example: mpirun -np 4 chimera train --config inputs/tiny.toml\n"
+      "Example: mpirun -np 4 chimera train --config inputs/demo.toml\n"
       "Exit status: 0 done (or stopped by SIGTERM/SIGUSR1 after a checkpoint); 1 internal error "
       "or a checkpoint that could not be saved; 2 bad input; 3 training diverged (a NaN/Inf loss "
       "or gradient norm, see train.on_nonfinite; nothing of it is saved)");
@@ -70,7 +70,7 @@ Run add_train_command(CLI::App& app) {
                   "skipped_steps[, val_loss]");
   cmd->add_option("--trace", f->trace,
                   "Write a Chrome trace of every rank to FILE (log.trace), for Perfetto and "
-                  "analysis/gantt");
+                  "`analysis/plot.py gantt`");
   cmd->add_option("--compute", f->compute,
                   "real: run GPT-2 (default); emulate: replace stage kernels by timed waits of "
                   "--cost while messages and allreduces stay real (runtime.compute)");

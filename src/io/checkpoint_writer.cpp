@@ -293,15 +293,13 @@ std::string CheckpointDirectory::path_for_step(std::int64_t step) const {
 std::string CheckpointDirectory::save(MPI_Comm comm, std::span<const TensorData> tensors,
                                       const CheckpointMeta& meta) const {
   const detail::Collective group(comm);
-  std::string failure, vanished;
+  std::string failure, gone;
   if (group.rank() == 0) {
     std::error_code ec;
     // A directory that held checkpoints and is gone may be a file system that is no longer
     // mounted: recreating it would write into the mount point, on another disk.
-    if (existed_ && !fs::is_directory(dir_, ec)) {
-      vanished = fmt::format("{}: the checkpoint directory has vanished ({}); not recreating it",
-                             dir_, std::strerror(ENOENT));
-    } else {
+    if (existed_) gone = vanished();
+    if (gone.empty()) {
       fs::create_directories(dir_, ec);
       const std::string probe =
           (fs::path(dir_) / fmt::format(".write-test-{}", ::getpid())).string();
@@ -314,7 +312,7 @@ std::string CheckpointDirectory::save(MPI_Comm comm, std::span<const TensorData>
       existed_ = existed_ || failure.empty();
     }
   }
-  group.agree(vanished, false);
+  group.agree(gone, false);
   group.agree(failure, true);
 
   std::int64_t step = meta.step;
@@ -345,6 +343,17 @@ std::string CheckpointDirectory::save(MPI_Comm comm, std::span<const TensorData>
   };
   try {
     write_checkpoint_file(comm, temp_path, tensors, meta);
+  } catch (const InputError& e) {
+    // The directory passed the write probe a moment ago, so a file that cannot be created now is
+    // the system failing mid-run (most often the directory removed or unmounted), not bad input.
+    std::string failure_now;
+    if (group.rank() == 0) {
+      remove_temporaries();
+      failure_now = vanished();
+      if (failure_now.empty()) failure_now = e.what();
+    }
+    group.agree(failure_now, false);
+    throw Error(e.what());  // not reached: rank 0's failure is agreed above
   } catch (const Error&) {
     if (group.rank() == 0) remove_temporaries();
     throw;
@@ -365,10 +374,14 @@ std::string CheckpointDirectory::save(MPI_Comm comm, std::span<const TensorData>
       const std::vector<std::string> present = list();
       for (std::size_t i = 0; i + static_cast<std::size_t>(keep_) < present.size(); ++i)
         fs::remove(present[i]);
-      for (const auto& entry : fs::directory_iterator(dir_)) {
-        const std::string name = entry.path().filename().string();
-        if (name.starts_with("ckpt-") && name.ends_with(kTempSuffix)) fs::remove(entry.path());
+      std::error_code ec;
+      for (fs::directory_iterator it(dir_, ec), end; !ec && it != end; it.increment(ec)) {
+        const std::string name = it->path().filename().string();
+        if (name.starts_with("ckpt-") && name.ends_with(kTempSuffix)) fs::remove(it->path(), ec);
       }
+      if (ec)
+        throw Error(fmt::format("{}: saved {}, then could not remove older temporary files: {}",
+                                dir_, fs::path(final_path).filename().string(), ec.message()));
     } catch (const std::exception& e) {
       failure = e.what();
       remove_temporaries();
@@ -376,6 +389,13 @@ std::string CheckpointDirectory::save(MPI_Comm comm, std::span<const TensorData>
   }
   group.agree(failure, false);
   return final_path;
+}
+
+std::string CheckpointDirectory::vanished() const {
+  std::error_code ec;
+  if (fs::is_directory(dir_, ec)) return {};
+  return fmt::format("{}: the checkpoint directory has vanished ({}); not recreating it", dir_,
+                     std::strerror(ENOENT));
 }
 
 std::vector<std::string> CheckpointDirectory::list() const {

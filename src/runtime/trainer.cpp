@@ -10,10 +10,12 @@
 #include <cstdlib>
 #include <memory>
 #include <optional>
+#include <string_view>
 
 #include "chimera/backend/backend.hpp"
 #include "chimera/comm/agreement.hpp"
 #include "chimera/comm/communicators.hpp"
+#include "chimera/comm/deadline.hpp"
 #include "chimera/comm/local_rank.hpp"
 #include "chimera/comm/mpi.hpp"
 #include "chimera/core/log.hpp"
@@ -179,20 +181,32 @@ std::string describe_nonfinite(std::int64_t step, const LossAndNorm& v, int stag
 
 // Test hook, for the fault tests only: CHIMERA_TEST_HANG_AT="RANK:STEP" makes that world rank
 // stop answering before step STEP (1-based, as the log counts), as a rank stuck in a driver or
-// on a dead node would, so that runtime.watchdog_s can be tested. Unset in every real run.
+// on a dead node would, so that runtime.watchdog_s can be tested; "RANK:STEP:save" makes it stop
+// inside the save of the checkpoint of step STEP, as a rank stuck in a failed file system would,
+// for checkpoint.save_timeout_s. Unset in every real run.
 struct HangHook {
   int rank = -1;
   long long step = -1;
+  bool in_save = false;
   static HangHook from_environment() {
     HangHook h;
     if (const char* v = std::getenv("CHIMERA_TEST_HANG_AT")) {
-      if (std::sscanf(v, "%d:%lld", &h.rank, &h.step) != 2) h = HangHook{};
+      char phase[8] = {};
+      const int fields = std::sscanf(v, "%d:%lld:%7s", &h.rank, &h.step, phase);
+      h.in_save = fields == 3 && std::string_view(phase) == "save";
+      if (fields < 2 || (fields == 3 && !h.in_save)) h = HangHook{};
     }
     return h;
   }
   void maybe_hang(int my_rank, std::int64_t step_index) const {
-    if (my_rank != rank || step_index + 1 != step) return;
+    if (in_save || my_rank != rank || step_index + 1 != step) return;
     log::info_all("test hook CHIMERA_TEST_HANG_AT: rank {} hangs before step {}", rank, step);
+    while (true) sleep_seconds(1.0);
+  }
+  void maybe_hang_in_save(int my_rank, std::int64_t saved_step) const {
+    if (!in_save || my_rank != rank || saved_step != step) return;
+    log::info_all("test hook CHIMERA_TEST_HANG_AT: rank {} hangs in the save of step {}", rank,
+                  step);
     while (true) sleep_seconds(1.0);
   }
 };
@@ -273,6 +287,9 @@ Trainer::Impl::Impl(const TrainRequest& req, MPI_Comm w) : request(req), world(w
     CHIMERA_REQUIRE(
         config.checkpoint.on_save_error == "stop" || config.checkpoint.on_save_error == "warn",
         "checkpoint.on_save_error = '{}': use stop or warn", config.checkpoint.on_save_error);
+    CHIMERA_REQUIRE(config.checkpoint.save_timeout_s >= 0.0,
+                    "checkpoint.save_timeout_s = {}: use 0 (no bound) or a number of seconds",
+                    config.checkpoint.save_timeout_s);
     CHIMERA_REQUIRE(config.runtime.watchdog_s >= 0.0,
                     "runtime.watchdog_s = {}: use 0 (off) or a number of seconds",
                     config.runtime.watchdog_s);
@@ -427,8 +444,22 @@ void Trainer::Impl::check_resumable(const std::string& path, const io::Checkpoin
 // failure always stops the run. Returns whether the checkpoint was written.
 bool Trainer::Impl::save(const io::CheckpointMeta& meta, bool last) {
   std::string path;
+  const double limit_s = request.config.checkpoint.save_timeout_s;
+  const std::string target = checkpoints->path_for_step(meta.step);
+  // Parallel HDF5 can wait forever when a rank's file system fails mid-save; this bounds it.
+  const comm::Deadline deadline(limit_s, [directory = *checkpoints, target, limit_s] {
+    std::string cause = directory.vanished();
+    if (cause.empty()) cause = "a rank's file system may have failed in the middle of the write";
+    return fmt::format(
+        "saving {} has not finished after {:.0f} s (checkpoint.save_timeout_s): {}; ending the "
+        "job, the previous checkpoints are intact",
+        target, limit_s, cause);
+  });
   try {
-    comm::all_or_none(world, [&] { path = state->save(*checkpoints, meta); });
+    comm::all_or_none(world, [&] {
+      hang_hook.maybe_hang_in_save(rank, meta.step);
+      path = state->save(*checkpoints, meta);
+    });
   } catch (const comm::AgreedError& e) {
     if (request.config.checkpoint.on_save_error != "warn" || last) throw;
     log::warn_once(

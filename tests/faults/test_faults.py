@@ -123,9 +123,10 @@ class FaultCase(unittest.TestCase):
             if job.poll() is None:
                 kill_job(job)
 
-    def start_saving_every_step(self, **pipes):
+    def start_saving_every_step(self, extra=(), **pipes):
         """A long run that saves after every step; returns once its first checkpoint exists."""
-        job = start(self.base + ["--steps", "100000", "--save-every", "1"], text=True, **pipes)
+        job = start(self.base + ["--steps", "100000", "--save-every", "1", *extra], text=True,
+                    **pipes)
         wait_for(lambda: os.path.exists(os.path.join(self.ckpt, "latest")), "a checkpoint")
         return job
 
@@ -300,7 +301,8 @@ class SigkillResume(FaultCase):
         self.assertNotEqual(job.returncode, 0)
         ran = len(metrics(self.metrics))
         self.assertLess(ran, steps, "the job finished before it was killed")
-        resumed_from = self.assert_newest_checkpoint_sound()
+        # The kill may land in a save: its temporary file stays until the next save removes it.
+        resumed_from = self.assert_newest_checkpoint_sound(temporaries_left=True)
         print(f"killed after {ran} steps; resuming from step {resumed_from}", file=sys.stderr)
 
         r, took = train(run + ["--resume"])
@@ -343,6 +345,21 @@ class HangingRank(FaultCase):
         self.assertRegex(r.stderr, r"watchdog: rank 0 waited 2\.\d s in recv of the \w+ of stage "
                                    r"\d, micro-batch \d from rank 1 \(step 4\)")
         self.assertEqual(self.assert_newest_checkpoint_sound(), 3)
+
+    def test_a_save_stuck_on_one_rank_ends_the_job_after_the_save_timeout(self):
+        r, took = train(self.base + ["--steps", "10", "--save-every", "1",
+                                     "--set", "checkpoint.save_timeout_s=2"],
+                        extra_env={"CHIMERA_TEST_HANG_AT": "1:3:save"})
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertLess(took, 30)
+        self.assertIn("test hook CHIMERA_TEST_HANG_AT: rank 1 hangs in the save of step 3",
+                      r.stdout)
+        errors = error_lines(r)
+        self.assertEqual(len(errors), 1, r.stderr)
+        self.assertIn("[rank 0] error: saving " + os.path.join(self.ckpt, "ckpt-00000003.h5") +
+                      " has not finished after 2 s (checkpoint.save_timeout_s)", errors[0])
+        self.assertIn("a rank's file system may have failed", errors[0])
+        self.assertEqual(self.assert_newest_checkpoint_sound(), 2)
 
     def test_watchdog_does_not_trip_on_compute(self):
         # Emulated ops of 300 ms: every wait for a peer's compute is shorter than the watchdog,
@@ -436,8 +453,13 @@ class FullDisk(FaultCase):
 
 class VanishedDirectory(FaultCase):
     def test_vanished_directory_stops_with_status_1_and_is_not_recreated(self):
-        job = self.start_saving_every_step(stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        _, err = self.end_with(job, lambda: subprocess.run(["rm", "-rf", self.ckpt], check=True))
+        # A directory that vanishes between two ranks' opens of the file can leave parallel
+        # HDF5's collective open waiting forever (Open MPI's OMPIO): the save timeout ends that.
+        job = self.start_saving_every_step(["--set", "checkpoint.save_timeout_s=5"],
+                                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        # One atomic step, as when a file system goes away: `rm -rf` races the files that
+        # training keeps writing into the directory and can fail with "Directory not empty".
+        _, err = self.end_with(job, lambda: os.rename(self.ckpt, self.ckpt + "-elsewhere"))
         self.assertEqual(job.returncode, 1, err)
         errors = [l for l in err.splitlines() if "error:" in l]
         self.assertEqual(len(errors), 1, err)

@@ -58,6 +58,7 @@ struct CheckpointConfig {
   int every = 0;                       // save every K steps (0 = only at the end when dir is set)
   int keep = 3;                        // keep the last K checkpoints
   std::string on_save_error = "stop";  // a failed save: stop (status 1) | warn and go on
+  double save_timeout_s = 600.0;       // a save still running after this ends the job (0 = off)
 };
 
 struct LogConfig {

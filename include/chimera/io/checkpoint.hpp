@@ -84,6 +84,9 @@ class CheckpointDirectory {
   std::vector<std::string> resume_candidates() const;
   // The final checkpoint files present, oldest first.
   std::vector<std::string> list() const;
+  // "" while the directory is there; otherwise the line that says it has vanished. Reads only
+  // the file system, so it may run on any thread (a save's deadline describes a stuck save).
+  std::string vanished() const;
 
  private:
   std::string dir_;

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Pipeline benchmarks of the MPI runtime (issue 5), each printing a table:
+"""Pipeline benchmarks of the MPI runtime, each printing a table:
 
   emulation  `chimera train --compute emulate` for Chimera, 1F1B and GPipe at D in {4, 8, 16},
              N in {D, 2D}, W in {1, 2} with F:B = 1:2 (20:40 ms); measured iteration time

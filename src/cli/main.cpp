@@ -1,4 +1,4 @@
-// `chimera`: one binary, one subcommand per job (shared/DESIGN.md §6).
+// `chimera`: one binary, one subcommand per job (docs/DESIGN.md §6).
 #include <chrono>
 #include <exception>
 #include <map>

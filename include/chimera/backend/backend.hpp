@@ -1,6 +1,6 @@
 #pragma once
 // The compute backend: device memory, copies, GEMM and the fused kernels GPT-2 needs, behind one
-// small interface (shared/DESIGN.md §4). The CPU backend (src/backend/cpu/) is the oracle every
+// small interface (docs/DESIGN.md §4). The CPU backend (src/backend/cpu/) is the oracle every
 // other backend is tested against; a CUDA backend implements the same calls.
 //
 // Conventions for every call:

@@ -1,5 +1,5 @@
 #pragma once
-// The communicators of a run (DESIGN §1, issue 5): the pipeline group (p2p, rank = worker), one
+// The communicators of a run (docs/DESIGN.md §1): the pipeline group (p2p, rank = worker), one
 // communicator per model stage over every rank holding a replica of it (so the non-blocking
 // allreduces of the stages a worker holds never need a common order), and the tied-embedding
 // group (every rank holding stage 0 or the last stage).

@@ -1,5 +1,5 @@
 #pragma once
-// Wake-ups between the ranks of one node (issue 5: a wait must not spin a CPU). MPI has no call
+// Wake-ups between the ranks of one node (a wait must not spin a CPU). MPI has no call
 // that sleeps until a message arrives, so a waiting rank either polls, and 32 pollers saturate a
 // 2-core machine and delay the ranks that compute, or it sleeps and notices the message late.
 // A doorbell is one 32-bit counter per rank in a node-shared MPI window: a sender rings the

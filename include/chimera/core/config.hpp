@@ -1,6 +1,6 @@
 #pragma once
 // The run configuration: TOML with sections [model] [parallel] [data] [train] [checkpoint] [log]
-// [runtime] (shared/DESIGN.md §6). Every key has a typed field here, a default, and one line of
+// [runtime] (docs/DESIGN.md §6). Every key has a typed field here, a default, and one line of
 // help; `--set section.key=value` overrides any of them. Unknown keys and wrong types are input
 // errors (exit status 2) that name the key and, where one is close, the key that was meant.
 #include <cstdint>

@@ -1,5 +1,5 @@
 #pragma once
-// HDF5 token datasets (shared/DESIGN.md §5): `/tokens`, a 1-D array of token ids of an integer
+// HDF5 token datasets (docs/DESIGN.md §5): `/tokens`, a 1-D array of token ids of an integer
 // type (`chimera prep` writes uint16 when vocab_size <= 65536, else int32, chunked), with the
 // optional attributes `vocab_size`, `eos_token` and `tokenizer` (docs/data.md says in which
 // forms). The one reader of such files: `train`, the evaluator and `inspect` all open them here.

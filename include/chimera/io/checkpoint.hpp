@@ -1,5 +1,5 @@
 #pragma once
-// Checkpoints (shared/DESIGN.md §5): one HDF5 file per checkpoint, independent of D and W.
+// Checkpoints (docs/DESIGN.md §5): one HDF5 file per checkpoint, independent of D and W.
 // Tensors are float32 datasets named like Hugging Face GPT-2 (`wte.weight`, `h.0.attn.c_attn.
 // weight`, ...; the model module provides names and HF shapes), AdamW moments under
 // `optim/exp_avg/<name>` and `optim/exp_avg_sq/<name>`, and root attributes `step`, `seed`,

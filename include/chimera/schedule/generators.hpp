@@ -1,5 +1,5 @@
 #pragma once
-// Schedule generators (shared/DESIGN.md §3): each a small pure function (parameters) -> Schedule.
+// Schedule generators (docs/DESIGN.md §3): each a small pure function (parameters) -> Schedule.
 // Every generator checks its own rules and throws chimera::InputError with one line naming the
 // rule that was broken; make_schedule() is the single entry point the CLI and `chimera train` use.
 #include <string>

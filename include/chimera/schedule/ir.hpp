@@ -1,5 +1,5 @@
 #pragma once
-// The schedule IR (shared/DESIGN.md §3): a schedule is data, made by a generator and verified
+// The schedule IR (docs/DESIGN.md §3): a schedule is data, made by a generator and verified
 // before anything runs. No MPI, no model.
 //
 // Terms:

@@ -1,5 +1,5 @@
 #pragma once
-// The schedule JSON of shared/DESIGN.md §3, the contract other tools read:
+// The schedule JSON of docs/DESIGN.md §3, the contract other tools read:
 //   {"scheme": "chimera", "variant": "direct", "stages": 4, "micro_batches": 8, "pipes": 2,
 //    "placement": [[0,1,2,3],[3,2,1,0]], "pipe_of": [0,0,0,0,1,1,1,1],
 //    "workers": [[{"op": "F", "pipe": 0, "stage": 0, "mbs": [0]}, ...], ...]}

@@ -1,5 +1,5 @@
 #pragma once
-// The verifier (shared/DESIGN.md §3): a schedule is run only if it is complete and cannot deadlock.
+// The verifier (docs/DESIGN.md §3): a schedule is run only if it is complete and cannot deadlock.
 //   completeness  every micro-batch runs F and B (or I and W) at every stage of its pipe, exactly
 //                 once, on the worker placement names; nothing else is scheduled.
 //   deadlock      program order plus data dependencies form an acyclic graph. Sends are

@@ -1,4 +1,4 @@
-// Issue 5's central property: an iteration of any pipeline schedule over W x D ranks computes
+// The runtime's central property: an iteration of any pipeline schedule over W x D ranks computes
 // the gradient one process computes on the same global batch. Three training steps of every
 // scheme must give the same losses and final parameters as the single-process run (1e-5).
 #include <gtest/gtest.h>

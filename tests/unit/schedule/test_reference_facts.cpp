@@ -1,4 +1,4 @@
-// The reference facts of shared/DESIGN.md §3, reproduced exactly.
+// The reference facts of docs/DESIGN.md §3, reproduced exactly.
 #include <gtest/gtest.h>
 
 #include "chimera/schedule/generators.hpp"

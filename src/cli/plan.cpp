@@ -14,6 +14,7 @@
 #include "chimera/core/config.hpp"
 #include "chimera/core/error.hpp"
 #include "chimera/plan/planner.hpp"
+#include "chimera/schedule/simulate.hpp"
 #include "commands.hpp"
 
 namespace chimera::cli {
@@ -48,28 +49,10 @@ struct PlanOptions {
 // "F:B" or "F:B:W" milliseconds, as `chimera train --cost` takes them (W: the weight-gradient
 // part of B when the backward is split; B/2 without it).
 plan::ComputeModel parse_emulated_cost(const std::string& text) {
-  std::vector<double> parts;
-  std::size_t begin = 0;
-  bool numbers = true;
-  while (numbers && begin <= text.size()) {
-    const std::size_t end = std::min(text.find(':', begin), text.size());
-    double x = 0;
-    const auto [ptr, ec] = std::from_chars(text.data() + begin, text.data() + end, x);
-    numbers = ec == std::errc() && ptr == text.data() + end && std::isfinite(x) && x > 0;
-    parts.push_back(x);
-    begin = end + 1;
-  }
-  CHIMERA_REQUIRE(numbers && (parts.size() == 2 || parts.size() == 3),
-                  "--cost '{}': expected F:B or F:B:W in milliseconds per stage op, each > 0, "
-                  "e.g. 10:20",
-                  text);
+  const schedule::Costs parsed = schedule::Costs::parse(text);
   plan::ComputeModel c;
-  c.emulated = {parts[0], parts[1]};
-  if (parts.size() == 3) {
-    CHIMERA_REQUIRE(parts[2] <= parts[1], "--cost '{}': W ({} ms) cannot exceed B ({} ms)", text,
-                    parts[2], parts[1]);
-    c.weight_share = parts[2] / parts[1];
-  }
+  c.emulated = {parsed.F, parsed.B};
+  c.weight_share = parsed.W / parsed.B;
   return c;
 }
 

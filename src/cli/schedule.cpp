@@ -23,40 +23,6 @@ struct ScheduleOptions {
   bool compare = false;
 };
 
-// "F:B" or "F:B:W" (W splits B into I = B - W and W; otherwise I = W = B/2).
-schedule::Costs parse_cost(const std::string& text) {
-  std::vector<double> parts;
-  std::size_t begin = 0;
-  while (true) {
-    const std::size_t end = text.find(':', begin);
-    const std::string part = text.substr(begin, end == std::string::npos ? end : end - begin);
-    std::size_t used = 0;
-    double value = 0;
-    try {
-      value = std::stod(part, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    CHIMERA_REQUIRE(
-        used == part.size() && used > 0 && value > 0 && value <= 1e9,
-        "--cost '{}': expected F:B or F:B:W with numbers in (0, 1e9], e.g. 1:2 or 1:2:1", text);
-    parts.push_back(value);
-    if (end == std::string::npos) break;
-    begin = end + 1;
-  }
-  CHIMERA_REQUIRE(parts.size() == 2 || parts.size() == 3,
-                  "--cost '{}': expected F:B or F:B:W, e.g. 1:2 or 1:2:1", text);
-  schedule::Costs costs = schedule::Costs::forward_backward(parts[0], parts[1]);
-  if (parts.size() == 3) {
-    CHIMERA_REQUIRE(parts[2] < parts[1],
-                    "--cost '{}': W = {:g} must be less than B = {:g} (I = B - W is the rest)",
-                    text, parts[2], parts[1]);
-    costs.W = parts[2];
-    costs.I = parts[1] - parts[2];
-  }
-  return costs;
-}
-
 // `micro_batches_given`: -N was on the command line; otherwise N = D.
 int run_schedule(const ScheduleOptions& o, bool micro_batches_given) {
   schedule::ScheduleRequest request = o.request;
@@ -68,7 +34,7 @@ int run_schedule(const ScheduleOptions& o, bool micro_batches_given) {
                stdout);
     return 0;
   }
-  schedule::Costs costs = parse_cost(o.cost);
+  schedule::Costs costs = schedule::Costs::parse(o.cost);
   CHIMERA_REQUIRE(o.allreduce >= 0 && o.allreduce <= 1e9,
                   "--allreduce {}: expected a time in [0, 1e9]", o.allreduce);
   CHIMERA_REQUIRE(o.data_parallel >= 1 && o.data_parallel <= 1 << 20,

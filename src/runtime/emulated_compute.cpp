@@ -8,27 +8,7 @@
 
 namespace chimera::runtime {
 
-EmulatedCosts parse_costs(const std::string& text) {
-  std::vector<double> v;
-  std::size_t begin = 0;
-  while (begin <= text.size()) {
-    const std::size_t end = std::min(text.find(':', begin), text.size());
-    double x = 0.0;
-    const auto r = std::from_chars(text.data() + begin, text.data() + end, x);
-    CHIMERA_REQUIRE(r.ec == std::errc() && r.ptr == text.data() + end && x >= 0.0,
-                    "--cost '{}': expected F:B or F:B:W in milliseconds, e.g. 10:20", text);
-    v.push_back(x);
-    begin = end + 1;
-  }
-  CHIMERA_REQUIRE(v.size() == 2 || v.size() == 3,
-                  "--cost '{}': expected F:B or F:B:W in milliseconds, e.g. 10:20", text);
-  EmulatedCosts c{v[0], v[1], v.size() == 3 ? v[2] : v[1] / 2.0};
-  CHIMERA_REQUIRE(c.w_ms <= c.b_ms, "--cost '{}': W ({} ms) cannot exceed B ({} ms)", text, c.w_ms,
-                  c.b_ms);
-  return c;
-}
-
-EmulatedCompute::EmulatedCompute(EmulatedCosts costs, double op_scale, std::size_t message_floats,
+EmulatedCompute::EmulatedCompute(schedule::Costs costs, double op_scale, std::size_t message_floats,
                                  std::vector<EmulatedStage> held, std::size_t tied_floats,
                                  bool holds_tied)
     : costs_(costs), scale_(op_scale), message_floats_(message_floats), held_(std::move(held)) {
@@ -68,7 +48,7 @@ std::int64_t EmulatedCompute::activation_bytes(int stage) const {
 
 float EmulatedCompute::forward(int stage, int mb, const float*, const std::int32_t*,
                                const std::int32_t*, float*) {
-  wait_ms(costs_.f_ms * scale_);
+  wait_ms(costs_.F * scale_);
   CHIMERA_CHECK(live_.insert({stage, mb}).second, "forward of stage {} mb {} ran twice", stage, mb);
   live_bytes_ += activation_bytes(stage);
   peak_bytes_ = std::max(peak_bytes_, live_bytes_);
@@ -76,20 +56,20 @@ float EmulatedCompute::forward(int stage, int mb, const float*, const std::int32
 }
 
 void EmulatedCompute::backward(int stage, int mb, const float*, float*, float) {
-  wait_ms(costs_.b_ms * scale_);
+  wait_ms(costs_.B * scale_);
   CHIMERA_CHECK(live_.erase({stage, mb}) == 1, "backward of stage {} mb {} before forward", stage,
                 mb);
   live_bytes_ -= activation_bytes(stage);
 }
 
 void EmulatedCompute::backward_input(int stage, int mb, const float*, float*, float) {
-  wait_ms((costs_.b_ms - costs_.w_ms) * scale_);
+  wait_ms(costs_.I * scale_);
   CHIMERA_CHECK(live_.count({stage, mb}) == 1, "input-backward of stage {} mb {} before forward",
                 stage, mb);
 }
 
 void EmulatedCompute::backward_weight(int stage, int mb) {
-  wait_ms(costs_.w_ms * scale_);
+  wait_ms(costs_.W * scale_);
   CHIMERA_CHECK(live_.erase({stage, mb}) == 1, "weight-backward of stage {} mb {} before forward",
                 stage, mb);
   live_bytes_ -= activation_bytes(stage);

@@ -67,22 +67,16 @@ std::unique_ptr<EmulatedCompute> make_emulated(const RunPlan& plan) {
                                  static_cast<std::int64_t>(model::activation_bytes_formula(
                                      dims, shape, plan.config.parallel.recompute))});
   }
-  // The simulator's cost of an op: X per micro-batch it covers, / mb_split, * D / stages.
-  const double op_scale =
-      static_cast<double>(plan.schedule.workers) /
-      (static_cast<double>(plan.schedule.mb_split) * static_cast<double>(plan.schedule.stages));
   return std::make_unique<EmulatedCompute>(
-      parse_costs(plan.config.runtime.cost), op_scale, static_cast<std::size_t>(dims.N() * dims.C),
+      schedule::Costs::parse(plan.config.runtime.cost),
+      schedule::work_per_micro_batch(plan.schedule), static_cast<std::size_t>(dims.N() * dims.C),
       std::move(held), layout.tied_floats(), plan.topology.holds_tied());
 }
 
 // The simulator's iteration time for the emulated costs (no network term): what an emulated
 // run should measure.
 double predicted_ms(const RunPlan& plan) {
-  const auto c = parse_costs(plan.config.runtime.cost);
-  auto costs = schedule::Costs::forward_backward(c.f_ms, c.b_ms);
-  costs.W = c.w_ms;
-  costs.I = c.b_ms - c.w_ms;
+  auto costs = schedule::Costs::parse(plan.config.runtime.cost);
   costs.data_parallel = plan.topology.replicas;
   return schedule::simulate(plan.schedule, costs).iteration_time;
 }

@@ -1,6 +1,7 @@
 #include "chimera/schedule/simulate.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <numeric>
 
@@ -16,6 +17,36 @@ Costs Costs::forward_backward(double f, double b) {
   c.I = b / 2;
   c.W = b / 2;
   return c;
+}
+
+Costs Costs::parse(const std::string& text) {
+  std::vector<double> parts;
+  bool numbers = true;
+  for (std::size_t begin = 0; numbers && begin <= text.size();) {
+    const std::size_t end = std::min(text.find(':', begin), text.size());
+    double x = 0;
+    const auto [ptr, ec] = std::from_chars(text.data() + begin, text.data() + end, x);
+    numbers = ec == std::errc() && ptr == text.data() + end && x > 0 && x <= 1e9;
+    parts.push_back(x);
+    begin = end + 1;
+  }
+  CHIMERA_REQUIRE(numbers && (parts.size() == 2 || parts.size() == 3),
+                  "--cost '{}': expected F:B or F:B:W (milliseconds per stage op), numbers in "
+                  "(0, 1e9], e.g. 10:20 or 10:20:8",
+                  text);
+  Costs c = forward_backward(parts[0], parts[1]);
+  if (parts.size() == 3) {
+    CHIMERA_REQUIRE(parts[2] <= parts[1], "--cost '{}': W ({} ms) cannot exceed B ({} ms)", text,
+                    parts[2], parts[1]);
+    c.W = parts[2];
+    c.I = parts[1] - parts[2];
+  }
+  return c;
+}
+
+double work_per_micro_batch(const Schedule& schedule) {
+  return (1.0 / schedule.mb_split) *
+         (static_cast<double>(schedule.workers) / static_cast<double>(schedule.stages));
 }
 
 // Everything run() needs, flattened; built once per schedule.
@@ -48,6 +79,7 @@ Simulator::Simulator(const Schedule& schedule) {
   G.workers = schedule.workers;
   G.stages = schedule.stages;
   G.stage_scale = static_cast<double>(schedule.workers) / schedule.stages;
+  const double work_per_mb = work_per_micro_batch(schedule);
   G.mb_split = schedule.mb_split;
   G.order = g.topological_order();  // complete: the graph is verified
   const int n = g.size();
@@ -63,7 +95,7 @@ Simulator::Simulator(const Schedule& schedule) {
     G.worker_of[id] = w;
     G.index_of[id] = g.index(id);
     G.kind[id] = op.kind;
-    G.work[id] = static_cast<double>(op.mbs.size()) / G.mb_split * G.stage_scale;
+    G.work[id] = static_cast<double>(op.mbs.size()) * work_per_mb;
     for (const detail::OpInput& in : g.inputs(id)) {
       G.inputs.push_back({in.producer, in.remote, in.kind == detail::OpInput::Kind::Activation});
     }

@@ -5,24 +5,17 @@
 //
 // Costs are per configured micro-batch through 1/D of the model, in milliseconds, exactly as the
 // simulator counts them (schedule/simulate.hpp): an op costs X * op_scale per micro-batch it
-// covers, op_scale = D / (mb_split * stages) (halving's halves cost half, interleaved stages 1/v).
+// covers, op_scale = schedule::work_per_micro_batch (halving's halves cost half, interleaved
+// stages 1/v). The costs come from schedule::Costs::parse, as every --cost flag's do.
 #include <map>
 #include <set>
 #include <utility>
 #include <vector>
 
 #include "chimera/runtime/stage_compute.hpp"
+#include "chimera/schedule/simulate.hpp"
 
 namespace chimera::runtime {
-
-struct EmulatedCosts {
-  double f_ms = 1.0;
-  double b_ms = 2.0;
-  double w_ms = 1.0;  // weight-gradient part of B for split backward; I costs B - W
-};
-
-// Parses "F:B" or "F:B:W" (milliseconds); InputError naming the rule otherwise.
-EmulatedCosts parse_costs(const std::string& text);
 
 struct EmulatedStage {
   int stage = 0;
@@ -32,7 +25,7 @@ struct EmulatedStage {
 
 class EmulatedCompute final : public StageCompute {
  public:
-  EmulatedCompute(EmulatedCosts costs, double op_scale, std::size_t message_floats,
+  EmulatedCompute(schedule::Costs costs, double op_scale, std::size_t message_floats,
                   std::vector<EmulatedStage> held, std::size_t tied_floats, bool holds_tied);
 
   std::size_t message_floats() const override { return message_floats_; }
@@ -52,8 +45,8 @@ class EmulatedCompute final : public StageCompute {
   void wait_ms(double ms);
   std::int64_t activation_bytes(int stage) const;
 
-  EmulatedCosts costs_;
-  double scale_;  // op_scale
+  schedule::Costs costs_;  // F, B, I, W in milliseconds
+  double scale_;           // op_scale
   std::size_t message_floats_;
   std::vector<EmulatedStage> held_;
   // How late a sleep wakes on average (a loaded or virtual machine wakes 0.1-0.2 ms after the

@@ -1,5 +1,5 @@
 #pragma once
-// The simulator (shared/DESIGN.md §3): replays a schedule with costs, as the runtime would run its
+// The simulator (docs/DESIGN.md §3): replays a schedule with costs, as the runtime would run its
 // lowered program (lower.hpp): every worker runs its ops in order, each as soon as its inputs are
 // there. The planner calls it many times: build a Simulator once per schedule, then run() is one
 // linear pass over the ops.
@@ -17,6 +17,7 @@
 //     It starts when every holder has passed its GradReady and its previous allreduce; the
 //     allreduces of one worker run one after the other.
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "chimera/schedule/ir.hpp"
@@ -37,7 +38,16 @@ struct Costs {
 
   // F and B with the split backward I = W = B/2.
   static Costs forward_backward(double f, double b);
+  // "F:B" or "F:B:W", as every --cost flag takes them: each a number in (0, 1e9], W <= B. W is
+  // the weight-gradient part of B when the backward is split (I = B - W); without it I = W = B/2.
+  // InputError naming the rule otherwise.
+  static Costs parse(const std::string& text);
 };
+
+// What one op costs in units of a configured micro-batch through 1/D of the model, per
+// micro-batch it covers: 1 / mb_split * D / stages. The simulator and emulated compute both
+// scale F, B, I and W by it.
+double work_per_micro_batch(const Schedule& schedule);
 
 struct OpSpan {
   int op = 0;  // index into schedule.ops[worker]

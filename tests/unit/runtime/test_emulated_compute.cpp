@@ -7,21 +7,11 @@
 namespace chimera::runtime {
 namespace {
 
-TEST(EmulatedCosts, ParsesTwoOrThreeFields) {
-  const auto c = parse_costs("10:20");
-  EXPECT_DOUBLE_EQ(c.f_ms, 10.0);
-  EXPECT_DOUBLE_EQ(c.b_ms, 20.0);
-  EXPECT_DOUBLE_EQ(c.w_ms, 10.0);
-  EXPECT_DOUBLE_EQ(parse_costs("1:2:0.5").w_ms, 0.5);
-  EXPECT_THROW(parse_costs("10"), InputError);
-  EXPECT_THROW(parse_costs("10:x"), InputError);
-  EXPECT_THROW(parse_costs("10:-1"), InputError);
-  EXPECT_THROW(parse_costs("1:2:3"), InputError);  // W > B
-  EXPECT_THROW(parse_costs("1:2:3:4"), InputError);
-}
-
 TEST(EmulatedCompute, WaitsTheCostAndTracksActivations) {
-  EmulatedCompute c(EmulatedCosts{4.0, 8.0, 2.0}, 0.5, 16, {{0, 10, 100}, {3, 20, 300}}, 50, true);
+  schedule::Costs costs = schedule::Costs::forward_backward(4.0, 8.0);
+  costs.W = 2.0;
+  costs.I = 6.0;
+  EmulatedCompute c(costs, 0.5, 16, {{0, 10, 100}, {3, 20, 300}}, 50, true);
   int polls = 0;
   c.set_progress([&] {
     ++polls;

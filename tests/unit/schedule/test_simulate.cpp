@@ -20,6 +20,23 @@ double duration(const OpSpan& s) {
   return s.end - s.start;
 }
 
+// The one parser behind `chimera train --cost`, `chimera schedule --cost` and `chimera plan
+// --cost`.
+TEST(Costs, ParseTwoOrThreeFields) {
+  const Costs c = Costs::parse("10:20");
+  EXPECT_DOUBLE_EQ(c.F, 10.0);
+  EXPECT_DOUBLE_EQ(c.B, 20.0);
+  EXPECT_DOUBLE_EQ(c.I, 10.0);
+  EXPECT_DOUBLE_EQ(c.W, 10.0);
+  const Costs split = Costs::parse("1:2:0.5");
+  EXPECT_DOUBLE_EQ(split.W, 0.5);
+  EXPECT_DOUBLE_EQ(split.I, 1.5);
+  EXPECT_DOUBLE_EQ(Costs::parse("1:2:2").I, 0.0);  // all of the backward is weight gradient
+  for (const char* bad : {"10", "10:x", "10:-1", "0:1", "1:2:3", "1:2:3:4", "1:1e300", "1:nan",
+                          "1:inf", "", ":", "1::2", " 1:2"})
+    EXPECT_THROW(Costs::parse(bad), InputError) << bad;
+}
+
 TEST(Simulate, OpCostsScaleWithWhatTheyCover) {
   const Costs c = Costs::forward_backward(1, 3);
   const Schedule doubling = make_schedule(request("chimera", 4, 8, "doubling"));

@@ -64,10 +64,11 @@ Run add_train_command(CLI::App& app) {
                   "Override one config key, section.key=value (repeatable), e.g. --set "
                   "parallel.scheme=1f1b --set train.lr=3e-4. See --help-config for every key");
   cmd->add_option("--steps", f->steps, "Optimizer steps to run (train.steps)");
-  cmd->add_option("--metrics", f->metrics,
-                  "Write one JSON object per step to FILE (log.metrics): step, loss, lr, "
-                  "grad_norm, iter_ms, tokens_per_s, bubble_ratio, peak_act_bytes, skipped, "
-                  "skipped_steps[, val_loss]");
+  cmd->add_option(
+      "--metrics", f->metrics,
+      "Write one JSON object per step to FILE (log.metrics): step, loss, lr, "
+      "grad_norm, iter_ms, tokens_per_s, bubble_ratio, core_wait_ratio, peak_act_bytes, skipped, "
+      "skipped_steps[, val_loss]");
   cmd->add_option("--trace", f->trace,
                   "Write a Chrome trace of every rank to FILE (log.trace), for Perfetto and "
                   "`analysis/plot.py gantt`");

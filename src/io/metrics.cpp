@@ -19,10 +19,11 @@ std::string number(double x) {
 std::string to_json_line(const StepMetrics& m) {
   std::string line = fmt::format(
       "{{\"step\": {}, \"loss\": {}, \"lr\": {}, \"grad_norm\": {}, \"iter_ms\": {}, "
-      "\"tokens_per_s\": {}, \"bubble_ratio\": {}, \"peak_act_bytes\": {}, \"skipped\": {}, "
-      "\"skipped_steps\": {}",
+      "\"tokens_per_s\": {}, \"bubble_ratio\": {}, \"core_wait_ratio\": {}, "
+      "\"peak_act_bytes\": {}, \"skipped\": {}, \"skipped_steps\": {}",
       m.step, number(m.loss), number(m.lr), number(m.grad_norm), number(m.iter_ms),
-      number(m.tokens_per_s), number(m.bubble_ratio), m.peak_act_bytes, m.skipped, m.skipped_steps);
+      number(m.tokens_per_s), number(m.bubble_ratio), number(m.core_wait_ratio), m.peak_act_bytes,
+      m.skipped, m.skipped_steps);
   if (m.val_loss) line += fmt::format(", \"val_loss\": {}", number(*m.val_loss));
   line += "}";
   return line;

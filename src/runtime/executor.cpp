@@ -287,6 +287,10 @@ IterationResult Executor::run(std::int64_t step, const MicroBatchInputs& inputs,
 
   IterationResult r;
   const double start = now_seconds();
+  // Run-queue time inside and outside compute ops: what of the idle time was core sharing.
+  const std::optional<double> queued_at_start = run_queue_.seconds();
+  double compute_queued_s = 0.0;
+  bool queue_known = queued_at_start.has_value();
   const auto& ops = x.sched.ops.at(static_cast<std::size_t>(x.topo.worker));
   for (const Instr& in : x.program) {
     switch (in.kind) {
@@ -306,10 +310,17 @@ IterationResult Executor::run(std::int64_t step, const MicroBatchInputs& inputs,
       }
       case InstrKind::Compute: {
         const Op& op = ops.at(static_cast<std::size_t>(in.op_index));
+        const std::optional<double> q0 = run_queue_.seconds();
         const double t0 = now_seconds();
         const double loss = x.run_op(op, inputs, loss_scale);
         const double t1 = now_seconds();
+        const std::optional<double> q1 = run_queue_.seconds();
         r.compute_s += t1 - t0;
+        if (q0 && q1) {
+          compute_queued_s += *q1 - *q0;
+        } else {
+          queue_known = false;
+        }
         if (op.kind == OpKind::F && op.stage == x.sched.stages - 1) {
           r.loss_sum += loss;
           r.loss_count += static_cast<int>(op.mbs.size());
@@ -335,6 +346,9 @@ IterationResult Executor::run(std::int64_t step, const MicroBatchInputs& inputs,
   const double end = now_seconds();
   r.grad_wait_s = end - tail;
   r.wall_s = end - start;
+  const std::optional<double> queued_at_end = run_queue_.seconds();
+  if (queue_known && queued_at_end)
+    r.idle_queued_s = std::max(0.0, *queued_at_end - *queued_at_start - compute_queued_s);
   if (trace != nullptr) {
     for (const auto& t : grad_sync_.timings()) {
       record("allreduce " + t.name, io::TraceLane::Allreduce, t.start_s, t.done_s);

@@ -8,6 +8,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string_view>
@@ -15,6 +16,7 @@
 #include "chimera/backend/backend.hpp"
 #include "chimera/comm/agreement.hpp"
 #include "chimera/comm/communicators.hpp"
+#include "chimera/comm/core_sharing.hpp"
 #include "chimera/comm/deadline.hpp"
 #include "chimera/comm/local_rank.hpp"
 #include "chimera/comm/mpi.hpp"
@@ -81,6 +83,14 @@ double predicted_ms(const RunPlan& plan) {
   return schedule::simulate(plan.schedule, costs).iteration_time;
 }
 
+// The schedule's own bubble: the simulator's idle share for the emulated costs, or for real
+// compute F:B = 1:2 (a transformer layer's backward is about twice its forward).
+double schedule_bubble(const RunPlan& plan) {
+  const schedule::Costs costs = plan.emulate ? schedule::Costs::parse(plan.config.runtime.cost)
+                                             : schedule::Costs::forward_backward(1.0, 2.0);
+  return schedule::simulate(plan.schedule, costs).bubble_ratio;
+}
+
 std::string header(const RunPlan& plan, std::size_t params) {
   const auto& p = plan.config.parallel;
   const auto& t = plan.topology;
@@ -106,6 +116,7 @@ struct StepStats {
   double iter_s = 0.0;
   double pipeline_s = 0.0;
   double bubble = 0.0;
+  double core_wait = 0.0;  // the part of `bubble` ranks were runnable but had no core
   std::int64_t peak_act = 0;
   bool stop = false;
 };
@@ -115,15 +126,19 @@ StepStats reduce_step(MPI_Comm world, const IterationResult& r, double iter_s,
                       std::int64_t peak_act, bool stop) {
   int size = 1;
   MPI_CHECK(MPI_Comm_size(world, &size));
-  double compute_s = r.compute_s;
+  double sums[3] = {r.compute_s, r.idle_queued_s.value_or(0.0), r.idle_queued_s ? 1.0 : 0.0};
   double maxes[4] = {iter_s, r.wall_s, static_cast<double>(peak_act), stop ? 1.0 : 0.0};
-  MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &compute_s, 1, MPI_DOUBLE, MPI_SUM, world));
+  MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, sums, 3, MPI_DOUBLE, MPI_SUM, world));
   MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, maxes, 4, MPI_DOUBLE, MPI_MAX, world));
   StepStats s;
   s.iter_s = maxes[0];
   s.pipeline_s = maxes[1];
-  // Measured bubble: the share of the pipeline phase the ranks spent not computing.
-  s.bubble = maxes[1] > 0 ? 1.0 - compute_s / (size * maxes[1]) : 0.0;
+  // Measured bubble: the share of the pipeline phase the ranks spent not computing; core wait:
+  // the part of it they were ready to run but had no core. The rest waited for messages.
+  const double rank_seconds = size * maxes[1];
+  s.bubble = maxes[1] > 0 ? 1.0 - sums[0] / rank_seconds : 0.0;
+  s.core_wait = maxes[1] > 0 && sums[2] == size ? sums[1] / rank_seconds
+                                                : std::numeric_limits<double>::quiet_NaN();
   s.peak_act = static_cast<std::int64_t>(maxes[2]);
   s.stop = maxes[3] > 0;
   return s;
@@ -216,6 +231,7 @@ struct Trainer::Impl {
   std::unique_ptr<comm::Communicators> comms;
   comm::WaitPolicy wait_policy;
   comm::NodeLocalRank local_rank;  // the GPU backends' device choice
+  comm::CoreSharing cores;
   std::unique_ptr<backend::Backend> backend;
   std::unique_ptr<model::GPT2Worker> worker;
   GpuPaths paths;  // direct messages, MPI_Iallreduce: a host-memory backend's paths
@@ -300,6 +316,14 @@ Trainer::Impl::Impl(const TrainRequest& req, MPI_Comm w) : request(req), world(w
   log::info("{}", header(plan, params));
   log::info("{}", plan.topology.describe());
   log::info("{}", local_ranks);
+  cores = comm::core_sharing(world);
+  log::info("schedule bubble {:.1f}% (simulated{})", 100.0 * schedule_bubble(plan),
+            plan.emulate ? " for these costs" : ", F:B = 1:2");
+  if (cores.oversubscribed())
+    log::info(
+        "{} ranks share {} cores on this node: of the measured bubble, 'core wait' is the part "
+        "ranks were ready to run but had no core; the rest is waiting for messages",
+        cores.ranks_on_node, cores.cores);
   if (plan.emulate) {
     log::info("simulator: {:.2f} ms per iteration for these costs", predicted_ms(plan));
   }
@@ -513,12 +537,18 @@ void Trainer::Impl::run() {
     metrics = io::MetricsWriter(config.log.metrics, request.resume && start_step > 0);
   }
   const double predicted = plan.emulate ? predicted_ms(plan) : 0.0;
+  // Where ranks outnumber cores, the measured bubble is part core sharing: say how much.
+  auto core_wait = [this](double share, std::string_view format) {
+    return cores.oversubscribed() && std::isfinite(share)
+               ? fmt::format(fmt::runtime(format), 100.0 * share)
+               : std::string();
+  };
 
   std::signal(SIGTERM, on_stop_signal);
   std::signal(SIGUSR1, on_stop_signal);
 
   const int steps = config.train.steps;
-  double sum_iter_s = 0.0, sum_bubble = 0.0;
+  double sum_iter_s = 0.0, sum_bubble = 0.0, sum_core_wait = 0.0;
   int timed_steps = 0;
   std::int64_t step = start_step;
   const Stopwatch run_clock;
@@ -559,6 +589,7 @@ void Trainer::Impl::run() {
       if (step > start_step || steps - start_step == 1) {  // the first step warms caches up
         sum_iter_s += s.iter_s;
         sum_bubble += s.bubble;
+        sum_core_wait += s.core_wait;
         ++timed_steps;
       }
       io::StepMetrics m;
@@ -569,6 +600,7 @@ void Trainer::Impl::run() {
       m.iter_ms = s.iter_s * 1e3;
       m.tokens_per_s = static_cast<double>(plan.tokens_per_step()) / s.iter_s;
       m.bubble_ratio = s.bubble;
+      m.core_wait_ratio = s.core_wait;
       m.peak_act_bytes = s.peak_act;
       m.skipped = skip;
       m.skipped_steps = skipped_steps;
@@ -579,10 +611,11 @@ void Trainer::Impl::run() {
       if ((step + 1) % config.log.every == 0 || step + 1 == steps || m.val_loss || !finite) {
         log::info(
             "step {:>5}/{} | loss {:.4f}{} | lr {:.2e} | grad-norm {:.3f} | {:8.1f} ms{} | "
-            "{:8.0f} tok/s | bubble {:5.1f}% | act {:.1f} MiB{}",
+            "{:8.0f} tok/s | bubble {:5.1f}%{} | act {:.1f} MiB{}",
             step + 1, steps, v.loss, m.val_loss ? fmt::format(" | val {:.4f}", *m.val_loss) : "",
             lr, v.grad_norm, m.iter_ms, plan.emulate ? fmt::format(" (sim {:.1f})", predicted) : "",
-            m.tokens_per_s, 100.0 * s.bubble, static_cast<double>(s.peak_act) / (1 << 20),
+            m.tokens_per_s, 100.0 * s.bubble, core_wait(s.core_wait, " (core wait {:.1f}%)"),
+            static_cast<double>(s.peak_act) / (1 << 20),
             skip ? fmt::format(" | skipped ({} in all)", skipped_steps) : "");
       }
       if (m.val_loss) print_sample(fmt::format("after step {}", step + 1));
@@ -645,9 +678,11 @@ void Trainer::Impl::run() {
     const double mean_s = sum_iter_s / timed_steps;
     log::info(
         "done: {} steps in {:.1f} s; mean iteration {:.1f} ms, {:.0f} tokens/s, bubble "
-        "{:.1f}%{}",
+        "{:.1f}% ({}the schedule's {:.1f}%){}",
         step - start_step, run_clock.seconds(), mean_s * 1e3,
         static_cast<double>(plan.tokens_per_step()) / mean_s, 100.0 * sum_bubble / timed_steps,
+        core_wait(sum_core_wait / timed_steps, "core wait {:.1f}%, "),
+        100.0 * schedule_bubble(plan),
         config.log.trace.empty() ? "" : fmt::format("; trace in {}", config.log.trace));
   }
 }

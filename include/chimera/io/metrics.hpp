@@ -16,6 +16,10 @@ struct StepMetrics {
   double iter_ms = 0.0;
   double tokens_per_s = 0.0;
   double bubble_ratio = 0.0;  // measured: idle / iteration time, mean over workers
+  // The part of bubble_ratio ranks were runnable but had no core (Linux schedstat): with more
+  // ranks than cores, bubble_ratio - core_wait_ratio is the wait for messages. NaN (null in
+  // JSON) where the kernel does not say.
+  double core_wait_ratio = 0.0;
   std::int64_t peak_act_bytes = 0;
   bool skipped = false;            // train.on_nonfinite = skip left this step's update out
   std::int64_t skipped_steps = 0;  // steps skipped so far in the run, this one included

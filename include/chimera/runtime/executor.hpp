@@ -5,10 +5,12 @@
 // and each stage's gradient allreduce started the moment lowering says it is final.
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
 #include "chimera/comm/communicators.hpp"
+#include "chimera/comm/core_sharing.hpp"
 #include "chimera/comm/grad_sync.hpp"
 #include "chimera/comm/topology.hpp"
 #include "chimera/io/trace.hpp"
@@ -30,6 +32,9 @@ struct IterationResult {
   double wall_s = 0.0;       // program start to gradients summed
   double compute_s = 0.0;    // time inside compute ops
   double grad_wait_s = 0.0;  // time waiting for allreduces after the last op (exposed)
+  // Of wall_s - compute_s, the time this rank was runnable but had no core (more ranks than
+  // cores); nullopt where the kernel does not say.
+  std::optional<double> idle_queued_s;
 };
 
 class Executor {
@@ -49,7 +54,8 @@ class Executor {
   comm::GradSync& grad_sync() { return grad_sync_; }
 
  private:
-  comm::GradSync grad_sync_;  // before impl_, which registers the gradient buffers in it
+  comm::GradSync grad_sync_;       // before impl_, which registers the gradient buffers in it
+  comm::RunQueueClock run_queue_;  // of the thread that runs the program
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

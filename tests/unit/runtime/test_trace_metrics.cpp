@@ -3,6 +3,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "chimera/io/metrics.hpp"
@@ -20,15 +21,17 @@ TEST(Metrics, OneValidJsonObjectPerLineWithTheContractKeys) {
   m.iter_ms = 812.5;
   m.tokens_per_s = 1234.0;
   m.bubble_ratio = 0.2;
+  m.core_wait_ratio = std::numeric_limits<double>::quiet_NaN();  // the kernel did not say
   m.peak_act_bytes = 123456789012;
   const auto j = nlohmann::json::parse(to_json_line(m));
   for (const char* key : {"step", "loss", "lr", "grad_norm", "iter_ms", "tokens_per_s",
-                          "bubble_ratio", "peak_act_bytes"}) {
+                          "bubble_ratio", "core_wait_ratio", "peak_act_bytes"}) {
     EXPECT_TRUE(j.contains(key)) << key;
   }
   EXPECT_EQ(j["step"], 7);
   EXPECT_DOUBLE_EQ(j["lr"].get<double>(), 6e-4);
   EXPECT_EQ(j["peak_act_bytes"].get<std::int64_t>(), 123456789012);
+  EXPECT_TRUE(j["core_wait_ratio"].is_null());
   EXPECT_FALSE(j.contains("val_loss"));
   EXPECT_EQ(j["skipped"], false);
   EXPECT_EQ(j["skipped_steps"], 0);
@@ -48,11 +51,11 @@ TEST(Metrics, AppendKeepsEarlierSteps) {
   const auto path = std::filesystem::temp_directory_path() / "chimera_metrics_test.jsonl";
   {
     MetricsWriter w(path.string(), false);
-    w.write(StepMetrics{1, 1.0, 0, 0, 0, 0, 0, 0, false, 0, {}});
+    w.write(StepMetrics{1, 1.0, 0, 0, 0, 0, 0, 0, 0, false, 0, {}});
   }
   {
     MetricsWriter w(path.string(), true);
-    w.write(StepMetrics{2, 1.0, 0, 0, 0, 0, 0, 0, false, 0, {}});
+    w.write(StepMetrics{2, 1.0, 0, 0, 0, 0, 0, 0, 0, false, 0, {}});
   }
   std::ifstream in(path);
   std::string a, b, c;

@@ -1,0 +1,27 @@
+// The ranks of one machine and the cores they share, as the trainer reports them.
+#include <gtest/gtest.h>
+#include <mpi.h>
+#include <sched.h>
+
+#include <thread>
+
+#include "chimera/comm/core_sharing.hpp"
+
+namespace chimera::comm {
+namespace {
+
+TEST(CoreSharing, EveryRankOfThisMachineIsOnTheNode) {
+  int size = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  const CoreSharing s = core_sharing(MPI_COMM_WORLD);
+  EXPECT_EQ(s.ranks_on_node, size);  // the tests run on one machine
+  cpu_set_t mine;
+  CPU_ZERO(&mine);
+  ASSERT_EQ(sched_getaffinity(0, sizeof(mine), &mine), 0);
+  EXPECT_GE(s.cores, CPU_COUNT(&mine));
+  EXPECT_LE(s.cores, static_cast<int>(std::thread::hardware_concurrency()));
+  EXPECT_EQ(s.oversubscribed(), size > s.cores);
+}
+
+}  // namespace
+}  // namespace chimera::comm

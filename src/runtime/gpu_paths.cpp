@@ -7,12 +7,12 @@
 #include <array>
 #include <cstdlib>
 #include <cstring>
-#include <functional>
 #include <set>
 #include <vector>
 
 #include "chimera/comm/mpi.hpp"
 #include "chimera/core/error.hpp"
+#include "chimera/schedule/sum_order.hpp"
 
 namespace chimera::runtime {
 
@@ -85,50 +85,6 @@ GpuPaths choose_gpu_paths(const std::string& messages, const std::string& allred
   return p;
 }
 
-bool sum_order_consistent(const schedule::Schedule& sched, const schedule::Program& program) {
-  // Nodes: the stages, and the tied embedding as node `stages`. Each worker's start order adds an
-  // edge from every sum to the next; the orders agree with one global order iff there is no cycle.
-  const int tied = sched.stages;
-  std::vector<std::set<int>> next(static_cast<std::size_t>(sched.stages) + 1);
-  for (std::size_t w = 0; w < program.workers.size(); ++w) {
-    std::set<int> held;
-    for (const auto& pipe : sched.placement) {
-      for (int s = 0; s < sched.stages; ++s) {
-        if (pipe[static_cast<std::size_t>(s)] == static_cast<int>(w)) held.insert(s);
-      }
-    }
-    const int tied_held = (held.count(0) > 0 ? 1 : 0) +
-                          (sched.stages > 1 && held.count(sched.stages - 1) > 0 ? 1 : 0);
-    int tied_ready = 0, previous = -1;
-    auto start = [&](int sum) {
-      if (previous >= 0) next[static_cast<std::size_t>(previous)].insert(sum);
-      previous = sum;
-    };
-    for (const auto& instr : program.workers[w]) {
-      if (instr.kind != schedule::InstrKind::GradReady) continue;
-      start(instr.stage);
-      if ((instr.stage == 0 || instr.stage == sched.stages - 1) && ++tied_ready == tied_held) {
-        start(tied);
-      }
-    }
-  }
-  // Depth-first search for a back edge.
-  std::vector<int> state(next.size(), 0);  // 0 unvisited, 1 on the path, 2 done
-  std::function<bool(int)> acyclic = [&](int u) {
-    state[static_cast<std::size_t>(u)] = 1;
-    for (const int v : next[static_cast<std::size_t>(u)]) {
-      if (state[static_cast<std::size_t>(v)] == 1) return false;
-      if (state[static_cast<std::size_t>(v)] == 0 && !acyclic(v)) return false;
-    }
-    state[static_cast<std::size_t>(u)] = 2;
-    return true;
-  };
-  for (std::size_t u = 0; u < next.size(); ++u) {
-    if (state[u] == 0 && !acyclic(static_cast<int>(u))) return false;
-  }
-  return true;
-}
-
 CudaAwareMpi query_cuda_aware_mpi() {
 #if defined(MPIX_CUDA_AWARE_SUPPORT) && MPIX_CUDA_AWARE_SUPPORT
   // Built with CUDA support; the run-time answer says whether it is enabled.
@@ -178,7 +134,8 @@ GpuFacts gather_gpu_facts(MPI_Comm world, backend::Backend& backend,
                                      : CudaAwareMpi::Yes;
   f.device_groups = local[1] == 1;
   f.devices_shared = local[2] == 0;
-  f.sum_order_consistent = sum_order_consistent(sched, program);  // the same on every rank
+  f.sum_order_consistent =
+      schedule::sum_order_consistent(sched, program);  // the same on every rank
   return f;
 }
 

@@ -28,7 +28,7 @@ struct GpuFacts {
   CudaAwareMpi cuda_aware_mpi = CudaAwareMpi::Unknown;
   bool device_groups = false;        // the backend has NCCL
   bool devices_shared = false;       // two ranks of one node compute on one GPU (NCCL refuses)
-  bool sum_order_consistent = true;  // see sum_order_consistent()
+  bool sum_order_consistent = true;  // schedule::sum_order_consistent (schedule/sum_order.hpp)
 };
 
 struct GpuPaths {
@@ -41,12 +41,6 @@ struct GpuPaths {
 // facts. InputError for a request the facts rule out, naming the fact.
 GpuPaths choose_gpu_paths(const std::string& messages, const std::string& allreduce,
                           const GpuFacts& facts);
-
-// NCCL runs the sums of one rank one after another on one stream, so a rank blocks on a sum until
-// every member of its group has started it. That cannot deadlock when the order in which the
-// workers start their sums (program order of the GradReady instructions, the tied embedding after
-// the last of its stages) is consistent with one global order of the sums.
-bool sum_order_consistent(const schedule::Schedule& sched, const schedule::Program& program);
 
 // What this MPI library says about CUDA-aware transfers (Open MPI's MPIX_Query_cuda_support, Cray
 // MPICH's MPICH_GPU_SUPPORT_ENABLED, MVAPICH2's MV2_USE_CUDA); Unknown when it says nothing.

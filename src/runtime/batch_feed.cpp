@@ -1,4 +1,4 @@
-#include "chimera/runtime/batch_feed.hpp"
+#include "batch_feed.hpp"
 
 #include <fmt/format.h>
 

@@ -1,4 +1,4 @@
-#include "chimera/runtime/emulated_compute.hpp"
+#include "emulated_compute.hpp"
 
 #include <algorithm>
 #include <charconv>

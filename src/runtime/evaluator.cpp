@@ -1,4 +1,4 @@
-#include "chimera/runtime/evaluator.hpp"
+#include "evaluator.hpp"
 
 #include <fmt/format.h>
 

@@ -1,4 +1,4 @@
-#include "chimera/runtime/executor.hpp"
+#include "executor.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>

@@ -1,4 +1,4 @@
-#include "chimera/runtime/gpu_paths.hpp"
+#include "gpu_paths.hpp"
 
 #if __has_include(<mpi-ext.h>)
 #include <mpi-ext.h>  // Open MPI: MPIX_CUDA_AWARE_SUPPORT, MPIX_Query_cuda_support

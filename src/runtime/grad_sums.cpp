@@ -1,4 +1,4 @@
-#include "chimera/runtime/grad_sums.hpp"
+#include "grad_sums.hpp"
 
 #include <climits>
 

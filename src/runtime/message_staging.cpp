@@ -1,4 +1,4 @@
-#include "chimera/runtime/message_staging.hpp"
+#include "message_staging.hpp"
 
 namespace chimera::runtime {
 

@@ -1,4 +1,4 @@
-#include "chimera/runtime/model_compute.hpp"
+#include "model_compute.hpp"
 
 #include <fmt/format.h>
 

@@ -1,4 +1,4 @@
-#include "chimera/runtime/trace_collector.hpp"
+#include "trace_collector.hpp"
 
 #include <climits>
 

@@ -13,6 +13,7 @@
 #include <optional>
 #include <string_view>
 
+#include "batch_feed.hpp"
 #include "chimera/backend/backend.hpp"
 #include "chimera/comm/agreement.hpp"
 #include "chimera/comm/communicators.hpp"
@@ -30,18 +31,17 @@
 #include "chimera/model/worker.hpp"
 #include "chimera/optim/clip.hpp"
 #include "chimera/optim/lr_schedule.hpp"
-#include "chimera/runtime/batch_feed.hpp"
-#include "chimera/runtime/emulated_compute.hpp"
-#include "chimera/runtime/evaluator.hpp"
-#include "chimera/runtime/executor.hpp"
-#include "chimera/runtime/gpu_paths.hpp"
-#include "chimera/runtime/grad_sums.hpp"
-#include "chimera/runtime/message_staging.hpp"
-#include "chimera/runtime/model_compute.hpp"
 #include "chimera/runtime/run_plan.hpp"
-#include "chimera/runtime/trace_collector.hpp"
 #include "chimera/runtime/train_state.hpp"
 #include "chimera/schedule/simulate.hpp"
+#include "emulated_compute.hpp"
+#include "evaluator.hpp"
+#include "executor.hpp"
+#include "gpu_paths.hpp"
+#include "grad_sums.hpp"
+#include "message_staging.hpp"
+#include "model_compute.hpp"
+#include "trace_collector.hpp"
 
 namespace chimera::runtime {
 

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "chimera/core/error.hpp"
-#include "chimera/runtime/gpu_paths.hpp"
+#include "gpu_paths.hpp"  // src/runtime: internal to the runtime
 
 namespace chimera::runtime {
 namespace {

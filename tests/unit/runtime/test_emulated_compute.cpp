@@ -2,7 +2,7 @@
 
 #include "chimera/core/error.hpp"
 #include "chimera/core/timer.hpp"
-#include "chimera/runtime/emulated_compute.hpp"
+#include "emulated_compute.hpp"  // src/runtime: internal to the runtime
 
 namespace chimera::runtime {
 namespace {

@@ -15,8 +15,8 @@
 #include "chimera/data/dataset.hpp"
 #include "chimera/model/generate.hpp"
 #include "chimera/model/worker.hpp"
-#include "chimera/runtime/message_staging.hpp"
 #include "chimera/runtime/run_plan.hpp"
+#include "message_staging.hpp"
 
 namespace chimera::runtime {
 

@@ -14,8 +14,8 @@
 #include "chimera/comm/grad_sync.hpp"
 #include "chimera/comm/topology.hpp"
 #include "chimera/io/trace.hpp"
-#include "chimera/runtime/stage_compute.hpp"
 #include "chimera/schedule/program.hpp"
+#include "stage_compute.hpp"
 
 namespace chimera::runtime {
 

@@ -9,8 +9,8 @@
 
 #include "chimera/data/dataset.hpp"
 #include "chimera/data/sampler.hpp"
-#include "chimera/runtime/executor.hpp"
 #include "chimera/runtime/run_plan.hpp"
+#include "executor.hpp"
 
 namespace chimera::runtime {
 

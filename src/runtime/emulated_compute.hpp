@@ -12,8 +12,8 @@
 #include <utility>
 #include <vector>
 
-#include "chimera/runtime/stage_compute.hpp"
 #include "chimera/schedule/simulate.hpp"
+#include "stage_compute.hpp"
 
 namespace chimera::runtime {
 

@@ -11,9 +11,9 @@
 #include <string_view>
 
 #include "chimera/backend/backend.hpp"
-#include "chimera/runtime/message_staging.hpp"
 #include "chimera/schedule/ir.hpp"
 #include "chimera/schedule/program.hpp"
+#include "message_staging.hpp"
 
 namespace chimera::runtime {
 

@@ -3,9 +3,9 @@
 // through a MessageStaging (direct or host-staged); every op returns once the backend finished it,
 // so that its output can be sent and its time is the compute's.
 #include "chimera/model/worker.hpp"
-#include "chimera/runtime/grad_sums.hpp"
-#include "chimera/runtime/message_staging.hpp"
-#include "chimera/runtime/stage_compute.hpp"
+#include "grad_sums.hpp"
+#include "message_staging.hpp"
+#include "stage_compute.hpp"
 
 namespace chimera::runtime {
 

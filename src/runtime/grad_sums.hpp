@@ -12,7 +12,7 @@
 #include "chimera/comm/communicators.hpp"
 #include "chimera/comm/grad_sync.hpp"
 #include "chimera/comm/topology.hpp"
-#include "chimera/runtime/gpu_paths.hpp"
+#include "gpu_paths.hpp"
 
 namespace chimera::runtime {
 

@@ -10,14 +10,14 @@
 #include <cstdint>
 
 #include "chimera/comm/mpi.hpp"
+#include "chimera/comm/node_comm.hpp"
 
 namespace chimera::comm {
 
 CoreSharing core_sharing(MPI_Comm world) {
-  MPI_Comm node = MPI_COMM_NULL;
-  MPI_CHECK(MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
+  const NodeComm node(world);
   CoreSharing s;
-  MPI_CHECK(MPI_Comm_size(node, &s.ranks_on_node));
+  s.ranks_on_node = node.size();
   // A launcher that binds each rank to one core gives each a one-CPU mask: only the union of
   // the node's masks says how many cores its ranks share.
   constexpr int kWords = CPU_SETSIZE / 64;
@@ -28,8 +28,7 @@ CoreSharing core_sharing(MPI_Comm world) {
     for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
       if (CPU_ISSET(cpu, &set)) mask[cpu / 64] |= std::uint64_t{1} << (cpu % 64);
   }
-  MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, mask.data(), kWords, MPI_UINT64_T, MPI_BOR, node));
-  MPI_CHECK(MPI_Comm_free(&node));
+  MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, mask.data(), kWords, MPI_UINT64_T, MPI_BOR, node.get()));
   int cores = 0;
   for (const std::uint64_t word : mask) cores += std::popcount(word);
   s.cores = cores > 0 ? cores : 1;

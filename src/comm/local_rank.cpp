@@ -8,6 +8,7 @@
 #include <string>
 
 #include "chimera/comm/mpi.hpp"
+#include "chimera/comm/node_comm.hpp"
 #include "chimera/core/error.hpp"
 
 namespace chimera::comm {
@@ -49,12 +50,8 @@ std::optional<NodeLocalRank> launcher_local_rank(const EnvLookup& env) {
 }
 
 NodeLocalRank node_local_rank(MPI_Comm world, const EnvLookup& env) {
-  MPI_Comm node = MPI_COMM_NULL;
-  MPI_CHECK(MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
-  int shared_rank = 0;
-  MPI_CHECK(MPI_Comm_rank(node, &shared_rank));
-  MPI_CHECK(MPI_Comm_free(&node));
-  return launcher_local_rank(env).value_or(NodeLocalRank{shared_rank, kSharedMemory});
+  const NodeComm node(world);
+  return launcher_local_rank(env).value_or(NodeLocalRank{node.rank(), kSharedMemory});
 }
 
 std::vector<NodeLocalRank> gather_node_local_ranks(MPI_Comm world, const NodeLocalRank& mine) {

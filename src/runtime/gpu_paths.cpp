@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "chimera/comm/mpi.hpp"
+#include "chimera/comm/node_comm.hpp"
 #include "chimera/core/error.hpp"
 #include "chimera/schedule/sum_order.hpp"
 
@@ -111,17 +112,15 @@ GpuFacts gather_gpu_facts(MPI_Comm world, backend::Backend& backend,
                                                            : 2,
                            backend.has_device_groups() ? 1 : 0, 1};
   // Device ids of the node's ranks: an id seen twice means a shared GPU.
-  MPI_Comm node = MPI_COMM_NULL;
-  MPI_CHECK(MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
-  int node_size = 0;
-  MPI_CHECK(MPI_Comm_size(node, &node_size));
+  const comm::NodeComm node(world);
+  const int node_size = node.size();
   constexpr int kIdChars = 64;
   std::array<char, kIdChars> id{};
   const std::string device = backend.device_id();
   std::memcpy(id.data(), device.data(), std::min<std::size_t>(device.size(), kIdChars - 1));
   std::vector<char> ids(static_cast<std::size_t>(node_size) * kIdChars);
-  MPI_CHECK(MPI_Allgather(id.data(), kIdChars, MPI_CHAR, ids.data(), kIdChars, MPI_CHAR, node));
-  MPI_CHECK(MPI_Comm_free(&node));
+  MPI_CHECK(
+      MPI_Allgather(id.data(), kIdChars, MPI_CHAR, ids.data(), kIdChars, MPI_CHAR, node.get()));
   std::set<std::string> seen;
   for (int r = 0; r < node_size; ++r) {
     if (!seen.insert(std::string(&ids[static_cast<std::size_t>(r) * kIdChars])).second) {

@@ -207,15 +207,11 @@ struct HangHook {
     }
     return h;
   }
-  void maybe_hang(int my_rank, std::int64_t step_index) const {
-    if (in_save || my_rank != rank || step_index + 1 != step) return;
-    log::info_all("test hook CHIMERA_TEST_HANG_AT: rank {} hangs before step {}", rank, step);
-    while (true) sleep_seconds(1.0);
-  }
-  void maybe_hang_in_save(int my_rank, std::int64_t saved_step) const {
-    if (!in_save || my_rank != rank || saved_step != step) return;
-    log::info_all("test hook CHIMERA_TEST_HANG_AT: rank {} hangs in the save of step {}", rank,
-                  step);
+  // `at_step` 1-based; `saving`: inside the save of that step's checkpoint, else before it.
+  void maybe_hang(int my_rank, std::int64_t at_step, bool saving) const {
+    if (saving != in_save || my_rank != rank || at_step != step) return;
+    log::info_all("test hook CHIMERA_TEST_HANG_AT: rank {} hangs {} step {}", rank,
+                  saving ? "in the save of" : "before", step);
     while (true) sleep_seconds(1.0);
   }
 };
@@ -232,6 +228,7 @@ struct Trainer::Impl {
   comm::WaitPolicy wait_policy;
   comm::NodeLocalRank local_rank;  // the GPU backends' device choice
   comm::CoreSharing cores;
+  double schedule_bubble_ratio = 0.0;  // the simulator's, printed beside the measured bubble
   std::unique_ptr<backend::Backend> backend;
   std::unique_ptr<model::GPT2Worker> worker;
   GpuPaths paths;  // direct messages, MPI_Iallreduce: a host-memory backend's paths
@@ -317,7 +314,8 @@ Trainer::Impl::Impl(const TrainRequest& req, MPI_Comm w) : request(req), world(w
   log::info("{}", plan.topology.describe());
   log::info("{}", local_ranks);
   cores = comm::core_sharing(world);
-  log::info("schedule bubble {:.1f}% (simulated{})", 100.0 * schedule_bubble(plan),
+  schedule_bubble_ratio = schedule_bubble(plan);
+  log::info("schedule bubble {:.1f}% (simulated{})", 100.0 * schedule_bubble_ratio,
             plan.emulate ? " for these costs" : ", F:B = 1:2");
   if (cores.oversubscribed())
     log::info(
@@ -475,7 +473,7 @@ bool Trainer::Impl::save(const io::CheckpointMeta& meta, bool last) {
   });
   try {
     comm::all_or_none(world, [&] {
-      hang_hook.maybe_hang_in_save(rank, meta.step);
+      hang_hook.maybe_hang(rank, meta.step, true);
       path = state->save(*checkpoints, meta);
     });
   } catch (const comm::AgreedError& e) {
@@ -559,7 +557,7 @@ void Trainer::Impl::run() {
       print_sample(fmt::format("before step {}", step + 1));
     }
     for (; step < steps; ++step) {
-      hang_hook.maybe_hang(rank, step);
+      hang_hook.maybe_hang(rank, step + 1, false);
       const Stopwatch iter_clock;
       const std::int64_t cursor = resume_cursor + (step - start_step) * plan.global_batch;
       const auto& inputs = feed->load(cursor);
@@ -682,7 +680,7 @@ void Trainer::Impl::run() {
         step - start_step, run_clock.seconds(), mean_s * 1e3,
         static_cast<double>(plan.tokens_per_step()) / mean_s, 100.0 * sum_bubble / timed_steps,
         core_wait(sum_core_wait / timed_steps, "core wait {:.1f}%, "),
-        100.0 * schedule_bubble(plan),
+        100.0 * schedule_bubble_ratio,
         config.log.trace.empty() ? "" : fmt::format("; trace in {}", config.log.trace));
   }
 }

@@ -6,6 +6,7 @@
 #include "chimera/core/error.hpp"
 #include "chimera/schedule/generators.hpp"
 #include "chimera/schedule/json.hpp"
+#include "chimera/schedule/lower.hpp"
 #include "chimera/schedule/render.hpp"
 #include "chimera/schedule/simulate.hpp"
 #include "commands.hpp"
@@ -46,7 +47,8 @@ int run_schedule(const ScheduleOptions& o, bool micro_batches_given) {
   costs.data_parallel = o.data_parallel;
   const schedule::Schedule s = schedule::make_schedule(request);
   if (o.format == "json") {
-    std::fputs(schedule::schedule_to_json(s).c_str(), stdout);
+    const schedule::Program program = schedule::lower(s);
+    std::fputs(schedule::schedule_to_json(s, &program).c_str(), stdout);
     return 0;
   }
   const schedule::SimResult result = schedule::simulate(s, costs);

@@ -180,6 +180,7 @@ Prediction Predictor::operator()(const Layout& l) {
   costs.activation_bytes = shape_.message_bytes(l.B);
   costs.gradient_bytes = costs.activation_bytes;
   costs.stage_grad_bytes = 4.0 * largest_stage_params * s.stages / s.workers;
+  costs.tied_grad_bytes = 4.0 * shape_.tied_params();
   costs.data_parallel = l.W;
   sched::Costs free_comm = costs;
   costs.alpha = net.alpha_ms;
@@ -195,35 +196,11 @@ Prediction Predictor::operator()(const Layout& l) {
   p.p2p_ms = sim.makespan - ideal.makespan;
   p.bubble_ratio = sim.bubble_ratio;
 
-  // The tied token table: one allreduce over every rank holding stage 0 or the last stage, once
-  // their last backward of those stages is done and their stage allreduces are through.
-  const int last = s.stages - 1;
-  std::set<int> holders;
-  for (const auto& pipe : s.placement) {
-    holders.insert(pipe.front());
-    holders.insert(pipe.back());
-  }
-  double tied_start = 0.0;
-  for (int w : holders) {
-    for (const auto& span : sim.timeline[w]) {
-      const sched::Op& op = s.ops[w][span.op];
-      if ((op.stage == 0 || op.stage == last) && frees_activations(op.kind)) {
-        tied_start = std::max(tied_start, span.end);
-      }
-    }
-  }
-  for (const auto& a : sim.allreduce) {
-    for (int w : a.holders) {
-      if (holders.count(w)) tied_start = std::max(tied_start, a.end);
-    }
-  }
-  const double tied_ms =
-      net.allreduce_ms(4.0 * shape_.tied_params(), static_cast<int>(holders.size()) * l.W);
-  const double sync_end = std::max(sim.iteration_time, tied_start + tied_ms);
-  p.allreduce_ms = sim.allreduce_total + tied_ms;
-  p.allreduce_hidden_ms =
-      sim.allreduce_hidden + std::clamp(sim.makespan - tied_start, 0.0, tied_ms);
-  p.allreduce_exposed_ms = sync_end - sim.makespan;
+  // The tied token table's sum is the simulator's too (the program's TiedGradReady).
+  const double sync_end = sim.iteration_time;
+  p.allreduce_ms = sim.allreduce_total;
+  p.allreduce_hidden_ms = sim.allreduce_hidden;
+  p.allreduce_exposed_ms = sim.allreduce_exposed;
 
   p.memory = worker_memory(s, st, shape_, samples, l.recompute);
   double most_params = 0.0;

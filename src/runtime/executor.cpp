@@ -34,8 +34,6 @@ struct Executor::Impl {
 
   std::vector<int> stage_key;  // model stage -> GradSync key (-1 if not held)
   int tied_key = -1;
-  int tied_stages_held = 0;  // 1 or 2: stage 0 and/or the last stage
-  int tied_ready = 0;
   int tag_ub = 0;
   std::int64_t step = 0;  // the iteration running, for the watchdog's message
 
@@ -74,7 +72,6 @@ struct Executor::Impl {
                         : grad_sync.add(g.name, g.data, g.count, comm);
       (g.stage >= 0 ? stage_key[static_cast<std::size_t>(g.stage)] : tied_key) = k;
     }
-    tied_stages_held = (topo.holds(0) ? 1 : 0) + (sched.stages > 1 && topo.holds(sched.stages - 1));
     void* value = nullptr;
     int flag = 0;
     MPI_CHECK(MPI_Comm_get_attr(comms.pipeline(), MPI_TAG_UB, &value, &flag));
@@ -251,11 +248,11 @@ struct Executor::Impl {
     CHIMERA_CHECK(k >= 0, "gradient of stage {} marked ready on a worker that does not hold it",
                   stage);
     grad_sync.start(k);
-    const bool tied_stage = stage == 0 || stage == sched.stages - 1;
-    if (tied_stage && tied_key >= 0 && ++tied_ready == tied_stages_held) {
-      compute.finalize_tied_grads();
-      grad_sync.start(tied_key);
-    }
+  }
+  void tied_grad_ready() {
+    CHIMERA_CHECK(tied_key >= 0, "tied gradient ready on a worker that does not hold it");
+    compute.finalize_tied_grads();
+    grad_sync.start(tied_key);
   }
 };
 
@@ -276,7 +273,6 @@ IterationResult Executor::run(std::int64_t step, const MicroBatchInputs& inputs,
   Impl& x = *impl_;
   CHIMERA_CHECK(x.mailbox.empty() && x.receives.empty() && x.sends.empty(),
                 "messages left over from the previous iteration");
-  x.tied_ready = 0;
   x.step = step;
   auto record = [&](std::string name, io::TraceLane lane, double t0, double t1) {
     if (trace != nullptr) {
@@ -333,6 +329,11 @@ IterationResult Executor::run(std::int64_t step, const MicroBatchInputs& inputs,
         break;
       case InstrKind::GradReady:
         x.grad_ready(in.stage);
+        break;
+      case InstrKind::TiedGradReady:
+        x.tied_grad_ready();
+        break;
+      case InstrKind::WaitSums:
         break;
     }
     x.poll();

@@ -7,16 +7,13 @@
 #include <nlohmann/json.hpp>
 
 #include "chimera/core/error.hpp"
+#include "chimera/schedule/verify.hpp"
 
 namespace chimera::schedule {
 
 namespace {
 
 using Json = nlohmann::json;
-
-std::string quoted(const std::string& s) {
-  return Json(s).dump();
-}
 
 const Json& field(const Json& object, const char* key, const std::string& where) {
   CHIMERA_REQUIRE(object.is_object(), "schedule JSON: {} must be an object", where);
@@ -56,28 +53,77 @@ OpKind kind_from(const Json& value, const std::string& what) {
 
 }  // namespace
 
-std::string schedule_to_json(const Schedule& s) {
-  std::string out = fmt::format("{{\"scheme\": {}, \"variant\": {}, \"stages\": {}, ",
-                                quoted(s.scheme), quoted(s.variant), s.stages);
-  out += fmt::format("\"micro_batches\": {}, ", s.micro_batches);
-  if (s.mb_split != 1) out += fmt::format("\"mb_split\": {}, ", s.mb_split);
-  out += fmt::format("\"pipes\": {},\n \"placement\": [", s.pipes());
-  for (int p = 0; p < s.pipes(); ++p) {
-    out += fmt::format("{}[{}]", p ? "," : "", fmt::join(s.placement[p], ","));
+namespace {
+
+using Ordered = nlohmann::ordered_json;
+
+Ordered op_json(const Op& op) {
+  return Ordered{{"op", std::string(1, op_letter(op.kind))},
+                 {"pipe", op.pipe},
+                 {"stage", op.stage},
+                 {"mbs", op.mbs}};
+}
+
+Ordered instr_json(const Instr& in) {
+  Ordered j{{"instr", instr_name(in.kind)}};
+  switch (in.kind) {
+    case InstrKind::PostRecv:
+    case InstrKind::WaitRecv:
+    case InstrKind::Send:
+      j["payload"] = in.msg.payload == Payload::Activation ? "activation" : "gradient";
+      j["pipe"] = in.msg.pipe;
+      j["stage"] = in.msg.stage;
+      j["mb"] = in.msg.mb;
+      j["from"] = in.msg.src;
+      j["to"] = in.msg.dst;
+      break;
+    case InstrKind::Compute:
+      j["op"] = in.op_index;
+      break;
+    case InstrKind::GradReady:
+      j["stage"] = in.stage;
+      break;
+    case InstrKind::TiedGradReady:
+    case InstrKind::WaitSums:
+      break;
   }
-  out += fmt::format("], \"pipe_of\": [{}],\n \"workers\": [", fmt::join(s.pipe_of, ","));
-  for (std::size_t w = 0; w < s.ops.size(); ++w) {
-    out += w ? ",\n  [" : "\n  [";
-    for (std::size_t k = 0; k < s.ops[w].size(); ++k) {
-      const Op& op = s.ops[w][k];
-      out +=
-          fmt::format("{}{{\"op\": \"{}\", \"pipe\": {}, \"stage\": {}, \"mbs\": [{}]}}",
-                      k ? ", " : "", op_letter(op.kind), op.pipe, op.stage, fmt::join(op.mbs, ","));
-    }
-    out += "]";
+  return j;
+}
+
+// `rows` as a JSON array with one row per line, each row written by nlohmann.
+template <typename Row, typename ToJson>
+std::string one_per_line(const std::vector<std::vector<Row>>& rows, ToJson to_json) {
+  std::string out = "[";
+  for (std::size_t r = 0; r < rows.size(); ++r) {
+    Ordered row = Ordered::array();
+    for (const Row& x : rows[r]) row.push_back(to_json(x));
+    out += (r ? ",\n  " : "\n  ") + row.dump();
   }
-  out += "]}\n";
-  return out;
+  return out + "]";
+}
+
+}  // namespace
+
+std::string schedule_to_json(const Schedule& s, const Program* program) {
+  Ordered head{{"scheme", s.scheme},
+               {"variant", s.variant},
+               {"stages", s.stages},
+               {"micro_batches", s.micro_batches}};
+  if (s.mb_split != 1) head["mb_split"] = s.mb_split;
+  if (s.forward_only) head["forward_only"] = true;
+  head["pipes"] = s.pipes();
+  std::string out = head.dump();
+  out.pop_back();  // the closing brace: more keys follow
+  out += fmt::format(",\n \"placement\":{},\"pipe_of\":{},\n \"workers\":",
+                     Ordered(s.placement).dump(), Ordered(s.pipe_of).dump());
+  out += one_per_line(s.ops, op_json);
+  if (program != nullptr) {
+    const ProgramFacts facts = verify_program(s, *program);
+    out += fmt::format(",\n \"sums_in_one_order\":{},\n \"program\":",
+                       facts.sums_in_one_order ? "true" : "false");
+    out += one_per_line(program->workers, instr_json);
+  }
+  return out + "}\n";
 }
 
 Schedule schedule_from_json(std::string_view text) {
@@ -98,6 +144,11 @@ Schedule schedule_from_json(std::string_view text) {
   s.stages = integer(field(root, "stages", top), "stages");
   s.micro_batches = integer(field(root, "micro_batches", top), "micro_batches");
   s.mb_split = root.contains("mb_split") ? integer(root["mb_split"], "mb_split") : 1;
+  if (root.contains("forward_only")) {
+    CHIMERA_REQUIRE(root["forward_only"].is_boolean(),
+                    "schedule JSON: \"forward_only\" must be true or false");
+    s.forward_only = root["forward_only"].get<bool>();
+  }
   const int pipes = integer(field(root, "pipes", top), "pipes");
 
   const Json& placement = field(root, "placement", top);

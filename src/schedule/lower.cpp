@@ -1,5 +1,7 @@
 #include "chimera/schedule/lower.hpp"
 
+#include <algorithm>
+
 #include "op_graph.hpp"
 
 namespace chimera::schedule {
@@ -29,6 +31,13 @@ Program lower(const Schedule& schedule) {
     }
   }
 
+  // The tied token table's gradient is final on a worker after its last gradient op of stage 0
+  // and of the last stage, whichever of them it holds.
+  const int last_stage = schedule.stages - 1;
+  auto tied_final_after = [&](int w) {
+    return std::max(last_grad[w][0], last_grad[w][last_stage]);
+  };
+
   Program program;
   program.workers.resize(static_cast<std::size_t>(schedule.workers));
   for (int w = 0; w < schedule.workers; ++w) {
@@ -39,7 +48,7 @@ Program lower(const Schedule& schedule) {
     for (int k = 0; k < count; ++k) {
       for (const detail::OpInput& in : g.inputs(g.id(w, k))) remote_inputs += in.remote ? 1 : 0;
     }
-    out.reserve(static_cast<std::size_t>(count) + 3 * remote_inputs + schedule.stages);
+    out.reserve(static_cast<std::size_t>(count) + 3 * remote_inputs + schedule.stages + 2);
     if (count > 0) add_receives(schedule, g, g.id(w, 0), InstrKind::PostRecv, out);
     for (int k = 0; k < count; ++k) {
       const int id = g.id(w, k);
@@ -59,7 +68,11 @@ Program lower(const Schedule& schedule) {
       }
       const int stage = schedule.ops[w][k].stage;
       if (last_grad[w][stage] == k) out.push_back({InstrKind::GradReady, -1, {}, stage});
+      if ((stage == 0 || stage == last_stage) && tied_final_after(w) == k) {
+        out.push_back({InstrKind::TiedGradReady, -1, {}, -1});
+      }
     }
+    out.push_back({InstrKind::WaitSums, -1, {}, -1});
   }
   return program;
 }

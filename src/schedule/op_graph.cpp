@@ -173,6 +173,14 @@ std::optional<OpGraph> OpGraph::build(const Schedule& s, std::string& problem) {
         return std::nullopt;
       }
       const bool split = table.i[c] >= 0 || table.w[c] >= 0;
+      if (s.forward_only) {
+        if (table.b[c] >= 0 || split) {
+          problem = fmt::format(
+              "micro-batch {} at stage {} runs a backward in a forward-only schedule", m, st);
+          return std::nullopt;
+        }
+        continue;
+      }
       if (table.b[c] >= 0 && split) {
         problem = fmt::format(
             "micro-batch {} at stage {} has both a B and a split backward (I/W); one of them", m,

@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
-#include <numeric>
+#include <map>
+#include <tuple>
 
 #include "chimera/core/error.hpp"
+#include "chimera/schedule/lower.hpp"
 #include "op_graph.hpp"
 
 namespace chimera::schedule {
@@ -49,31 +51,92 @@ double work_per_micro_batch(const Schedule& schedule) {
          (static_cast<double>(schedule.workers) / static_cast<double>(schedule.stages));
 }
 
-// Everything run() needs, flattened; built once per schedule.
+// Everything run() needs, flattened; built once per schedule. The lowered program's
+// instructions, in an order in which every WaitRecv comes after its Send: run() replays them in
+// one linear pass, pricing each.
+namespace {
+
+struct ReplayStep {
+  InstrKind kind;
+  int worker;
+  int arg;  // Compute: op id; PostRecv/WaitRecv/Send: message; GradReady: stage
+};
+
+}  // namespace
+
 struct Simulator::Graph {
-  struct Input {
-    int producer;
-    bool remote;
-    bool activation;  // else gradient (or a local stash: never remote)
-  };
+  using Step = ReplayStep;
   int workers = 0;
   int stages = 0;
   double stage_scale = 1;  // D / stages: an op's share of one worker's model slice
   int mb_split = 1;
-  std::vector<int> order;  // topological
-  std::vector<int> worker_of, index_of;
-  std::vector<OpKind> kind;
-  std::vector<double> work;  // micro-batches covered / mb_split * stage_scale
-  std::vector<int> input_begin;
-  std::vector<Input> inputs;
-  std::vector<int> offset;                     // [worker] first op id
-  std::vector<double> peak, copies;            // [worker], order-only statistics
-  std::vector<std::vector<int>> holders;       // [stage] workers
-  std::vector<std::vector<int>> last_grad_op;  // [stage][holder k] op id of GradReady
+  std::vector<Step> steps;
+  std::vector<bool> message_is_activation;  // [message]
+  std::vector<int> index_of;                // [op id] index in its worker's ops
+  std::vector<OpKind> kind;                 // [op id]
+  std::vector<double> work;               // [op id] micro-batches covered / mb_split * stage_scale
+  std::vector<int> offset;                // [worker] first op id
+  std::vector<double> peak, copies;       // [worker], order-only statistics
+  std::vector<std::vector<int>> holders;  // [stage] workers that sum its gradient
+  std::vector<int> tied_holders;          // workers that sum the tied token table's gradient
 };
+
+namespace {
+
+// The steps of `program` in an order that replays it: each worker's instructions in program
+// order, a WaitRecv only once its message's Send is in. Messages are numbered as they are sent.
+void order_steps(const Program& program, const detail::OpGraph& g, std::vector<ReplayStep>& steps,
+                 std::vector<bool>& message_is_activation) {
+  using Key = std::tuple<int, int, int, int>;  // payload, pipe, stage, mb
+  auto key = [](const Message& m) {
+    return Key{static_cast<int>(m.payload), m.pipe, m.stage, m.mb};
+  };
+  std::map<Key, int> sent;
+  std::vector<std::size_t> pc(program.workers.size(), 0);
+  std::size_t done = 0, total = 0;
+  for (const auto& code : program.workers) total += code.size();
+  while (done < total) {
+    const std::size_t before = done;
+    for (std::size_t w = 0; w < program.workers.size(); ++w) {
+      const auto& code = program.workers[w];
+      for (; pc[w] < code.size(); ++pc[w], ++done) {
+        const Instr& in = code[pc[w]];
+        int arg = in.stage;
+        if (in.kind == InstrKind::Compute) arg = g.id(static_cast<int>(w), in.op_index);
+        if (in.kind == InstrKind::Send) {
+          arg = static_cast<int>(message_is_activation.size());
+          sent.emplace(key(in.msg), arg);
+          message_is_activation.push_back(in.msg.payload == Payload::Activation);
+        }
+        if (in.kind == InstrKind::PostRecv || in.kind == InstrKind::WaitRecv) {
+          const auto it = sent.find(key(in.msg));
+          if (it == sent.end()) {
+            if (in.kind == InstrKind::WaitRecv) break;  // the sender has not got there yet
+            arg = -1;  // posted before its send: resolved when replayed
+          } else {
+            arg = it->second;
+          }
+        }
+        steps.push_back({in.kind, static_cast<int>(w), arg});
+      }
+    }
+    CHIMERA_CHECK(done > before, "the lowered program cannot be replayed (a receive never sent)");
+  }
+  // Receives posted before their send learn the message number now.
+  std::vector<std::size_t> at(program.workers.size(), 0);
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    auto& step = steps[i];
+    const Instr& in = program.workers[static_cast<std::size_t>(step.worker)]
+                                     [at[static_cast<std::size_t>(step.worker)]++];
+    if (step.kind == InstrKind::PostRecv && step.arg < 0) step.arg = sent.at(key(in.msg));
+  }
+}
+
+}  // namespace
 
 Simulator::Simulator(const Schedule& schedule) {
   const detail::OpGraph g = detail::verified_graph(schedule);
+  const Program program = lower(schedule);
   auto graph = std::make_unique<Graph>();
   Graph& G = *graph;
   G.workers = schedule.workers;
@@ -81,51 +144,42 @@ Simulator::Simulator(const Schedule& schedule) {
   G.stage_scale = static_cast<double>(schedule.workers) / schedule.stages;
   const double work_per_mb = work_per_micro_batch(schedule);
   G.mb_split = schedule.mb_split;
-  G.order = g.topological_order();  // complete: the graph is verified
   const int n = g.size();
-  G.worker_of.resize(static_cast<std::size_t>(n));
   G.index_of.resize(static_cast<std::size_t>(n));
   G.kind.resize(static_cast<std::size_t>(n));
   G.work.resize(static_cast<std::size_t>(n));
-  G.input_begin.assign(static_cast<std::size_t>(n) + 1, 0);
   G.offset.resize(static_cast<std::size_t>(G.workers) + 1);
   for (int id = 0; id < n; ++id) {
-    const int w = g.worker(id);
-    const Op& op = schedule.ops[w][g.index(id)];
-    G.worker_of[id] = w;
+    const Op& op = schedule.ops[g.worker(id)][g.index(id)];
     G.index_of[id] = g.index(id);
     G.kind[id] = op.kind;
     G.work[id] = static_cast<double>(op.mbs.size()) * work_per_mb;
-    for (const detail::OpInput& in : g.inputs(id)) {
-      G.inputs.push_back({in.producer, in.remote, in.kind == detail::OpInput::Kind::Activation});
-    }
-    G.input_begin[id + 1] = static_cast<int>(G.inputs.size());
   }
   for (int w = 0; w <= G.workers; ++w) G.offset[w] = w < G.workers ? g.id(w, 0) : n;
+  order_steps(program, g, G.steps, G.message_is_activation);
 
   // Order-only statistics: activations held and stage replicas per worker.
   G.peak.assign(static_cast<std::size_t>(G.workers), 0);
   G.copies.assign(static_cast<std::size_t>(G.workers), 0);
-  G.holders.assign(static_cast<std::size_t>(G.stages), {});
-  G.last_grad_op.assign(static_cast<std::size_t>(G.stages), {});
   for (int w = 0; w < G.workers; ++w) {
     double held = 0;
-    std::vector<int> last(static_cast<std::size_t>(G.stages), -1);
     for (int id = G.offset[w]; id < G.offset[w + 1]; ++id) {
       const OpKind k = G.kind[id];
       if (k == OpKind::F) held += G.work[id];
       // A backward frees its activations; with the split, the W (which still needs them) does.
-      const bool frees = k == OpKind::B || k == OpKind::W;
-      if (frees) held -= G.work[id];
+      if (k == OpKind::B || k == OpKind::W) held -= G.work[id];
       G.peak[w] = std::max(G.peak[w], held);
-      const int stage = schedule.ops[w][G.index_of[id]].stage;
-      if (frees) last[stage] = id;
     }
-    for (int st = 0; st < G.stages; ++st) {
-      if (last[st] < 0) continue;
-      G.copies[w] += G.stage_scale;
-      G.holders[st].push_back(w);
-      G.last_grad_op[st].push_back(last[st]);
+  }
+  // Who sums what is what the program says: a GradReady per held stage, a TiedGradReady.
+  G.holders.assign(static_cast<std::size_t>(G.stages), {});
+  for (int w = 0; w < G.workers; ++w) {
+    for (const Instr& in : program.workers[w]) {
+      if (in.kind == InstrKind::GradReady) {
+        G.copies[w] += G.stage_scale;
+        G.holders[in.stage].push_back(w);
+      }
+      if (in.kind == InstrKind::TiedGradReady) G.tied_holders.push_back(w);
     }
   }
   graph_ = std::move(graph);
@@ -146,7 +200,8 @@ void require_costs(const Costs& c) {
                                                    {"beta", c.beta},
                                                    {"activation_bytes", c.activation_bytes},
                                                    {"gradient_bytes", c.gradient_bytes},
-                                                   {"stage_grad_bytes", c.stage_grad_bytes}};
+                                                   {"stage_grad_bytes", c.stage_grad_bytes},
+                                                   {"tied_grad_bytes", c.tied_grad_bytes}};
   for (const auto& [name, v] : values) {
     CHIMERA_REQUIRE(std::isfinite(v) && v >= 0, "cost {} = {} must be a finite number >= 0", name,
                     v);
@@ -165,7 +220,7 @@ double allreduce_time(int r, double bytes, const Costs& c) {
 SimResult Simulator::run(const Costs& costs) const {
   require_costs(costs);
   const Graph& G = *graph_;
-  const std::size_t n = G.worker_of.size();
+  const std::size_t n = G.kind.size();
   auto op_cost = [&](OpKind k) {
     switch (k) {
       case OpKind::F:
@@ -182,21 +237,40 @@ SimResult Simulator::run(const Costs& costs) const {
   const double activation_msg = costs.alpha + costs.beta * costs.activation_bytes / G.mb_split;
   const double gradient_msg = costs.alpha + costs.beta * costs.gradient_bytes / G.mb_split;
 
-  std::vector<double> start(n), end(n);
-  for (const int id : G.order) {
-    const int k = G.index_of[id];
-    double t = k > 0 ? end[id - 1] : 0.0;
-    // The receives of op k are posted right after op k-2 (lower.hpp).
-    const double posted = k > 1 ? end[id - 2] : 0.0;
-    for (int i = G.input_begin[id]; i < G.input_begin[id + 1]; ++i) {
-      const Graph::Input& in = G.inputs[i];
-      const double ready = end[in.producer];
-      t = std::max(
-          t, in.remote ? std::max(ready, posted) + (in.activation ? activation_msg : gradient_msg)
-                       : ready);
+  // Every instruction at its worker's clock: compute advances it, a wait holds it until the
+  // message (sent at its Send, moving once its receive is posted) is in.
+  const std::size_t messages = G.message_is_activation.size();
+  std::vector<double> clock(static_cast<std::size_t>(G.workers), 0.0);
+  std::vector<double> start(n), end(n), sent(messages), posted(messages);
+  std::vector<double> stage_ready(static_cast<std::size_t>(G.stages), 0.0);
+  double tied_ready = 0.0;
+  for (const Graph::Step& step : G.steps) {
+    double& t = clock[static_cast<std::size_t>(step.worker)];
+    switch (step.kind) {
+      case InstrKind::PostRecv:
+        posted[step.arg] = t;
+        break;
+      case InstrKind::Send:
+        sent[step.arg] = t;
+        break;
+      case InstrKind::WaitRecv:
+        t = std::max(t, std::max(sent[step.arg], posted[step.arg]) +
+                            (G.message_is_activation[step.arg] ? activation_msg : gradient_msg));
+        break;
+      case InstrKind::Compute:
+        start[step.arg] = t;
+        t += G.work[step.arg] * op_cost(G.kind[step.arg]);
+        end[step.arg] = t;
+        break;
+      case InstrKind::GradReady:
+        stage_ready[step.arg] = std::max(stage_ready[step.arg], t);
+        break;
+      case InstrKind::TiedGradReady:
+        tied_ready = std::max(tied_ready, t);
+        break;
+      case InstrKind::WaitSums:
+        break;  // the sums are priced below
     }
-    start[id] = t;
-    end[id] = t + G.work[id] * op_cost(G.kind[id]);
   }
 
   SimResult r;
@@ -221,33 +295,40 @@ SimResult Simulator::run(const Costs& costs) const {
   r.peak_activations = G.peak;
   r.weight_copies = G.copies;
 
-  // Gradient allreduces: in the order their stages become ready; one at a time per worker.
+  // The sums: in the order they become ready (the tied table's after stages ready at the same
+  // time); one at a time per worker.
   r.allreduce.resize(static_cast<std::size_t>(G.stages));
-  std::vector<int> by_ready(static_cast<std::size_t>(G.stages));
-  std::iota(by_ready.begin(), by_ready.end(), 0);
   for (int st = 0; st < G.stages; ++st) {
     StageAllreduce& a = r.allreduce[st];
     a.stage = st;
     a.holders = G.holders[st];
     a.replicas = static_cast<int>(a.holders.size()) * costs.data_parallel;
-    for (int id : G.last_grad_op[st]) a.ready = std::max(a.ready, end[id]);
+    a.ready = stage_ready[st];
   }
-  std::stable_sort(by_ready.begin(), by_ready.end(),
-                   [&](int a, int b) { return r.allreduce[a].ready < r.allreduce[b].ready; });
+  r.tied.stage = -1;
+  r.tied.holders = G.tied_holders;
+  r.tied.replicas = static_cast<int>(G.tied_holders.size()) * costs.data_parallel;
+  r.tied.ready = tied_ready;
+  std::vector<StageAllreduce*> by_ready;
+  for (StageAllreduce& a : r.allreduce) by_ready.push_back(&a);
+  if (!G.tied_holders.empty()) by_ready.push_back(&r.tied);
+  std::stable_sort(
+      by_ready.begin(), by_ready.end(),
+      [](const StageAllreduce* a, const StageAllreduce* b) { return a->ready < b->ready; });
   std::vector<double> link_free(static_cast<std::size_t>(G.workers), 0);
   const double stage_bytes = costs.stage_grad_bytes * G.stage_scale;
   r.iteration_time = r.makespan;
-  for (int st : by_ready) {
-    StageAllreduce& a = r.allreduce[st];
-    a.start = a.ready;
-    for (int w : a.holders) a.start = std::max(a.start, link_free[w]);
-    const double duration = allreduce_time(a.replicas, stage_bytes, costs);
-    a.end = a.start + duration;
-    for (int w : a.holders) link_free[w] = a.end;
-    a.hidden = std::clamp(r.makespan - a.start, 0.0, duration);
+  for (StageAllreduce* a : by_ready) {
+    a->start = a->ready;
+    for (int w : a->holders) a->start = std::max(a->start, link_free[w]);
+    const double bytes = a->stage < 0 ? costs.tied_grad_bytes : stage_bytes;
+    const double duration = a->holders.empty() ? 0.0 : allreduce_time(a->replicas, bytes, costs);
+    a->end = a->start + duration;
+    for (int w : a->holders) link_free[w] = a->end;
+    a->hidden = std::clamp(r.makespan - a->start, 0.0, duration);
     r.allreduce_total += duration;
-    r.allreduce_hidden += a.hidden;
-    r.iteration_time = std::max(r.iteration_time, a.end);
+    r.allreduce_hidden += a->hidden;
+    r.iteration_time = std::max(r.iteration_time, a->end);
   }
   r.allreduce_exposed = r.iteration_time - r.makespan;
   return r;

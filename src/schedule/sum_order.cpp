@@ -11,26 +11,13 @@ bool sum_order_consistent(const Schedule& sched, const Program& program) {
   // edge from every sum to the next; the orders agree with one global order iff there is no cycle.
   const int tied = sched.stages;
   std::vector<std::set<int>> next(static_cast<std::size_t>(sched.stages) + 1);
-  for (std::size_t w = 0; w < program.workers.size(); ++w) {
-    std::set<int> held;
-    for (const auto& pipe : sched.placement) {
-      for (int s = 0; s < sched.stages; ++s) {
-        if (pipe[static_cast<std::size_t>(s)] == static_cast<int>(w)) held.insert(s);
-      }
-    }
-    const int tied_held = (held.count(0) > 0 ? 1 : 0) +
-                          (sched.stages > 1 && held.count(sched.stages - 1) > 0 ? 1 : 0);
-    int tied_ready = 0, previous = -1;
-    auto start = [&](int sum) {
+  for (const auto& instructions : program.workers) {
+    int previous = -1;
+    for (const auto& instr : instructions) {
+      if (instr.kind != InstrKind::GradReady && instr.kind != InstrKind::TiedGradReady) continue;
+      const int sum = instr.kind == InstrKind::GradReady ? instr.stage : tied;
       if (previous >= 0) next[static_cast<std::size_t>(previous)].insert(sum);
       previous = sum;
-    };
-    for (const auto& instr : program.workers[w]) {
-      if (instr.kind != InstrKind::GradReady) continue;
-      start(instr.stage);
-      if ((instr.stage == 0 || instr.stage == sched.stages - 1) && ++tied_ready == tied_held) {
-        start(tied);
-      }
     }
   }
   // Depth-first search for a back edge.

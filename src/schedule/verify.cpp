@@ -1,6 +1,10 @@
 #include "chimera/schedule/verify.hpp"
 
+#include <map>
+#include <tuple>
+
 #include "chimera/core/error.hpp"
+#include "chimera/schedule/sum_order.hpp"
 #include "op_graph.hpp"
 
 namespace chimera::schedule {
@@ -29,6 +33,107 @@ VerifyResult check(const Schedule& schedule) {
 
 void verify(const Schedule& schedule) {
   detail::verified_graph(schedule);
+}
+
+ProgramFacts verify_program(const Schedule& schedule, const Program& program) {
+  verify(schedule);
+  auto fail = [&](int w, std::size_t i, const std::string& what) {
+    throw Error(fmt::format("{}lowered {} program, worker {} instruction {}: {}", rank_prefix(),
+                            schedule.scheme, w, i, what));
+  };
+  CHIMERA_CHECK(static_cast<int>(program.workers.size()) == schedule.workers,
+                "lowered program has {} workers, the schedule {}", program.workers.size(),
+                schedule.workers);
+  using Key = std::tuple<int, int, int, int, int, int>;  // payload, pipe, stage, mb, src, dst
+  auto key = [](const Message& m) {
+    return Key{static_cast<int>(m.payload), m.pipe, m.stage, m.mb, m.src, m.dst};
+  };
+  std::map<Key, int> sent, posted, waited;
+  const int last = schedule.stages - 1;
+  for (int w = 0; w < schedule.workers; ++w) {
+    const auto& code = program.workers[static_cast<std::size_t>(w)];
+    const auto& ops = schedule.ops[static_cast<std::size_t>(w)];
+    // The last gradient op of each stage, and which ends of the tied table the worker holds.
+    std::map<int, int> last_grad;
+    for (int k = 0; k < static_cast<int>(ops.size()); ++k) {
+      const OpKind kind = ops[static_cast<std::size_t>(k)].kind;
+      if (kind == OpKind::B || kind == OpKind::W)
+        last_grad[ops[static_cast<std::size_t>(k)].stage] = k;
+    }
+    const bool tied = last_grad.count(0) > 0 || last_grad.count(last) > 0;
+    int next_op = 0, tied_seen = 0;
+    std::map<int, int> ready_seen;
+    for (std::size_t i = 0; i < code.size(); ++i) {
+      const Instr& in = code[i];
+      const bool remote = in.kind == InstrKind::PostRecv || in.kind == InstrKind::WaitRecv ||
+                          in.kind == InstrKind::Send;
+      if (remote && (in.msg.src == in.msg.dst ||
+                     (in.kind == InstrKind::Send ? in.msg.src : in.msg.dst) != w)) {
+        fail(w, i,
+             fmt::format("{} of a message from worker {} to worker {}", instr_name(in.kind),
+                         in.msg.src, in.msg.dst));
+      }
+      switch (in.kind) {
+        case InstrKind::PostRecv:
+          if (++posted[key(in.msg)] > 1) fail(w, i, "a receive posted twice");
+          break;
+        case InstrKind::WaitRecv:
+          if (posted[key(in.msg)] != 1) fail(w, i, "a wait for a receive never posted");
+          if (++waited[key(in.msg)] > 1) fail(w, i, "a receive waited for twice");
+          break;
+        case InstrKind::Send:
+          if (++sent[key(in.msg)] > 1) fail(w, i, "a message sent twice");
+          break;
+        case InstrKind::Compute:
+          if (in.op_index != next_op) {
+            fail(w, i, fmt::format("computes op {} where op {} is next", in.op_index, next_op));
+          }
+          ++next_op;
+          break;
+        case InstrKind::GradReady: {
+          const auto it = last_grad.find(in.stage);
+          if (it == last_grad.end() || it->second != next_op - 1 || ++ready_seen[in.stage] > 1) {
+            fail(w, i,
+                 fmt::format("GradReady of stage {} is not right after its last gradient op",
+                             in.stage));
+          }
+          break;
+        }
+        case InstrKind::TiedGradReady:
+          if (!tied || ++tied_seen > 1) fail(w, i, "a TiedGradReady on a worker without the table");
+          for (const int end : {0, last}) {
+            if (last_grad.count(end) > 0 && ready_seen[end] == 0) {
+              fail(w, i,
+                   fmt::format("the tied sum starts before stage {}'s gradient is final", end));
+            }
+          }
+          break;
+        case InstrKind::WaitSums:
+          if (i + 1 != code.size()) fail(w, i, "WaitSums before the end of the program");
+          break;
+      }
+    }
+    if (next_op != static_cast<int>(ops.size())) {
+      fail(w, code.size(), fmt::format("runs {} of its {} ops", next_op, ops.size()));
+    }
+    if (code.empty() || code.back().kind != InstrKind::WaitSums)
+      fail(w, code.size(), "no WaitSums at the end");
+    if (ready_seen.size() != last_grad.size())
+      fail(w, code.size(), "a held stage has no GradReady");
+    if (tied && tied_seen != 1) fail(w, code.size(), "no TiedGradReady");
+  }
+  for (const auto& [k, n] : sent) {
+    if (posted[k] != 1 || waited[k] != 1) {
+      throw Error(
+          fmt::format("{}lowered {} program: a message from worker {} to worker {} (stage "
+                      "{}, micro-batch {}) is sent but not received",
+                      rank_prefix(), schedule.scheme, std::get<4>(k), std::get<5>(k),
+                      std::get<2>(k), std::get<3>(k)));
+    }
+  }
+  CHIMERA_CHECK(posted.size() == sent.size(), "lowered {} program: {} receives for {} sends",
+                schedule.scheme, posted.size(), sent.size());
+  return ProgramFacts{sum_order_consistent(schedule, program)};
 }
 
 namespace detail {

@@ -36,4 +36,9 @@ Schedule zb_h1(int D, int N);               // zero-bubble H1: backward split in
 // halving (micro-batches split in two halves, mb_split = 2; forward ops cover two halves).
 Schedule chimera(int D, int N, const std::string& variant, int pipes);
 
+// The forward-only schedule of evaluation: `training`'s F ops in the same order on the same
+// workers, nothing else (forward_only = true). A subgraph of a deadlock-free schedule's
+// dependencies, it is deadlock-free too; validation runs pipelined like training.
+Schedule forward_only(const Schedule& training);
+
 }  // namespace chimera::schedule

@@ -41,6 +41,9 @@ struct Schedule {
   int stages = 0;         // model stages (D, or D*v for interleaved)
   int micro_batches = 0;  // schedule micro-batch ids
   int mb_split = 1;       // schedule micro-batches per configured micro-batch (halving: 2)
+  // Evaluation: only forwards, in the training schedule's order (schedule::forward_only). No
+  // backward is scheduled and no gradient is summed.
+  bool forward_only = false;
   std::vector<std::vector<int>> placement;  // [pipe][stage] -> worker
   std::vector<int> pipe_of;                 // [micro-batch] -> pipe
   std::vector<std::vector<Op>> ops;         // [worker] -> ordered compute ops

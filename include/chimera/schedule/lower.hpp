@@ -14,9 +14,14 @@
 //     (posting all receives at the start would hold every input of the iteration at once).
 //   * WaitRecv: right before the Compute that consumes the message.
 //   * GradReady(stage): right after the worker's last B (or W) op of that stage, after its sends;
-//     that stage's gradient allreduce may start there.
+//     that stage's gradient sum starts there. The sums of a worker start in program order.
+//   * TiedGradReady: right after the GradReady of the worker's later last gradient op of stage 0
+//     and the last stage (only on workers holding either); the tied token table's sum starts
+//     there. A forward-only schedule has neither.
+//   * WaitSums: once, at the end of every program.
 // Per op k the stream is: PostRecv(inputs of k+1), WaitRecv(inputs of k), Compute k, Send(outputs
-// of k), [GradReady]. Message order within one op follows the op's micro-batch order.
+// of k), [GradReady], [TiedGradReady]; then WaitSums. Message order within one op follows the op's
+// micro-batch order.
 #include "chimera/schedule/ir.hpp"
 #include "chimera/schedule/program.hpp"
 

@@ -1,7 +1,10 @@
 #pragma once
-// Lowering: a verified Schedule becomes one program per worker — its compute ops plus every
-// send and receive derived from the data dependencies, and the point where each stage's gradient
-// is final on that worker (its allreduce may start there). Communication is never hand-written.
+// Lowering: a verified Schedule becomes one program per worker — its compute ops plus everything
+// that crosses a rank boundary, derived from the schedule: every send and receive (from the data
+// dependencies), the point where each stage's gradient is final on that worker (its sum starts
+// there, in program order), the tied-embedding reduction, and the final wait for the sums. The
+// executor runs exactly these instructions; the simulator prices them. Communication is never
+// hand-written.
 #include <vector>
 
 #include "chimera/schedule/ir.hpp"
@@ -29,8 +32,18 @@ enum class InstrKind : std::uint8_t {
   WaitRecv,   // block until `msg` has arrived (right before the compute op that consumes it)
   Compute,    // run ops[worker][op_index]
   Send,       // start a non-blocking send of `msg` (right after the op that produced it)
-  GradReady,  // `stage`'s gradient is final on this worker: its allreduce may start
+  GradReady,  // `stage`'s gradient is final on this worker: its sum over the holders starts
+  // The worker's last gradient of the stages that use the tied token table (stage 0, the last
+  // stage) is final: the worker adds up its parts of the table's gradient and starts its sum over
+  // every rank holding either end. Follows the GradReady of the later of those stages.
+  TiedGradReady,
+  // End of the iteration: every send has completed and every sum started here has arrived. Last
+  // instruction of every program.
+  WaitSums,
 };
+
+// "post", "wait", "compute", "send", "grad-ready", "tied-grad-ready", "wait-sums".
+const char* instr_name(InstrKind kind);
 
 struct Instr {
   InstrKind kind = InstrKind::Compute;

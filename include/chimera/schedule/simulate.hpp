@@ -1,8 +1,8 @@
 #pragma once
-// The simulator (docs/DESIGN.md §3): replays a schedule with costs, as the runtime would run its
-// lowered program (lower.hpp): every worker runs its ops in order, each as soon as its inputs are
-// there. The planner calls it many times: build a Simulator once per schedule, then run() is one
-// linear pass over the ops.
+// The simulator (docs/DESIGN.md §3): replays a schedule's lowered program (lower.hpp) with costs,
+// pricing every instruction as the runtime runs it: every worker runs its instructions in order,
+// each op as soon as its inputs are there. The planner calls it many times: build a Simulator once
+// per schedule, then run() is one linear pass over the ops.
 //
 // Cost model:
 //   * F, B, I, W are the times of one op on one configured micro-batch through 1/D of the model.
@@ -15,7 +15,9 @@
 //   * The gradient allreduce of a stage runs over r = (workers holding it) * data_parallel
 //     replicas, Rabenseifner: 2*log2(r)*alpha + 2*(r-1)/r*beta*L, L = stage_grad_bytes * D/stages.
 //     It starts when every holder has passed its GradReady and its previous allreduce; the
-//     allreduces of one worker run one after the other.
+//     allreduces of one worker run one after the other. The tied token table's sum
+//     (tied_grad_bytes, over the workers with a TiedGradReady * data_parallel) is priced the same
+//     way.
 #include <memory>
 #include <string>
 #include <vector>
@@ -34,6 +36,7 @@ struct Costs {
   double activation_bytes = 0;  // one micro-batch's activation between two stages
   double gradient_bytes = 0;    // one micro-batch's input gradient between two stages
   double stage_grad_bytes = 0;  // gradient of 1/D of the model (allreduce size)
+  double tied_grad_bytes = 0;   // gradient of the tied token table (its own allreduce)
   int data_parallel = 1;        // W: replicas of the whole pipeline group
 
   // F and B with the split backward I = W = B/2.
@@ -56,7 +59,7 @@ struct OpSpan {
 };
 
 struct StageAllreduce {
-  int stage = 0;
+  int stage = 0;             // -1: the tied token table
   std::vector<int> holders;  // workers holding a replica of the stage
   int replicas = 0;          // holders * data_parallel
   double ready = 0;          // the last holder's GradReady
@@ -78,7 +81,8 @@ struct SimResult {
   std::vector<double> weight_copies;  // [worker] stage replicas held, in units of 1/D of the model
   std::vector<std::vector<OpSpan>> timeline;  // [worker] one span per op, in program order
   std::vector<StageAllreduce> allreduce;      // [stage]
-  double allreduce_total = 0;                 // sum of allreduce durations
+  StageAllreduce tied;                        // the tied table's (no holders: forward-only)
+  double allreduce_total = 0;                 // sum of allreduce durations, the tied one's too
   double allreduce_hidden = 0;                // sum of their parts before the makespan
   double allreduce_exposed = 0;               // iteration_time - makespan
 };

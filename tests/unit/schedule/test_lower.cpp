@@ -70,6 +70,7 @@ void expect_placement_rules(const Schedule& s, const Program& p) {
     const auto& prog = p.workers[w];
     int computed = -1;  // index of the last Compute seen
     std::set<int> ready_stages;
+    int tied = 0;
     for (std::size_t i = 0; i < prog.size(); ++i) {
       const Instr& in = prog[i];
       switch (in.kind) {
@@ -124,8 +125,30 @@ void expect_placement_rules(const Schedule& s, const Program& p) {
           }
           break;
         }
+        case InstrKind::TiedGradReady: {
+          // Once, right after the GradReady of the later of the worker's two tied ends.
+          ASSERT_TRUE(i > 0 && prog[i - 1].kind == InstrKind::GradReady) << what;
+          const int end = prog[i - 1].stage;
+          ASSERT_TRUE(end == 0 || end == s.stages - 1) << what;
+          for (const int other : {0, s.stages - 1}) {
+            ASSERT_TRUE(ready_stages.count(other) > 0 ||
+                        std::none_of(s.ops[w].begin(), s.ops[w].end(),
+                                     [&](const Op& op) { return op.stage == other; }))
+                << what << ": tied sum before stage " << other << " is final";
+          }
+          ++tied;
+          break;
+        }
+        case InstrKind::WaitSums:
+          ASSERT_EQ(i + 1, prog.size()) << what << ": WaitSums is last";
+          break;
       }
     }
+    const bool holds_an_end = std::any_of(s.ops[w].begin(), s.ops[w].end(), [&](const Op& op) {
+      return op.stage == 0 || op.stage == s.stages - 1;
+    });
+    EXPECT_EQ(tied, holds_an_end ? 1 : 0) << what << " worker " << w;
+    ASSERT_EQ(prog.back().kind, InstrKind::WaitSums) << what;
     ASSERT_EQ(computed + 1, static_cast<int>(s.ops[w].size())) << what;
     std::set<int> held;
     for (const Op& op : s.ops[w]) held.insert(op.stage);
@@ -228,6 +251,63 @@ TEST(Lower, DoubledForwardSendsOneMessagePerMicroBatch) {
   }
   EXPECT_EQ(sends, (std::vector<Message>{{Payload::Activation, 0, 0, 0, 0, 1},
                                          {Payload::Activation, 0, 0, 1, 0, 1}}));
+}
+
+TEST(Lower, VerifierAcceptsEveryLoweringAndSaysWhetherSumsHaveOneOrder) {
+  for (const Schedule& s : sample_schedules()) {
+    EXPECT_NO_THROW(verify_program(s, lower(s))) << name(s);
+  }
+  // Every anchor's sums start in one global order (NCCL may run them).
+  EXPECT_TRUE(verify_program(make_schedule(request("chimera", 4, 8)),
+                             lower(make_schedule(request("chimera", 4, 8))))
+                  .sums_in_one_order);
+}
+
+TEST(Lower, VerifierRejectsATamperedProgram) {
+  const Schedule s = make_schedule(request("chimera", 4, 4));
+  const Program good = lower(s);
+  auto without = [&](InstrKind kind) {
+    Program p = good;
+    auto& code = p.workers[1];
+    code.erase(
+        std::find_if(code.begin(), code.end(), [&](const Instr& in) { return in.kind == kind; }));
+    return p;
+  };
+  EXPECT_THROW(verify_program(s, without(InstrKind::Send)), Error);
+  EXPECT_THROW(verify_program(s, without(InstrKind::PostRecv)), Error);
+  EXPECT_THROW(verify_program(s, without(InstrKind::GradReady)), Error);
+  EXPECT_THROW(verify_program(s, without(InstrKind::WaitSums)), Error);
+  Program early = good;  // the tied sum before the worker's stages are final
+  auto& code = early.workers[0];
+  const auto tied = std::find_if(code.begin(), code.end(), [](const Instr& in) {
+    return in.kind == InstrKind::TiedGradReady;
+  });
+  ASSERT_NE(tied, code.end());
+  std::rotate(code.begin() + 2, tied, tied + 1);
+  EXPECT_THROW(verify_program(s, early), Error);
+}
+
+TEST(Lower, ForwardOnlyProgramsSendActivationsAndSumNothing) {
+  for (const Schedule& training : sample_schedules()) {
+    const Schedule s = forward_only(training);
+    ASSERT_TRUE(check(s).ok) << name(s) << ": " << check(s).problem;
+    const Program p = lower(s);
+    EXPECT_NO_THROW(verify_program(s, p)) << name(s);
+    EXPECT_TRUE(runs_to_completion(p)) << name(s);
+    for (const auto& code : p.workers) {
+      for (const Instr& in : code) {
+        EXPECT_NE(in.kind, InstrKind::GradReady) << name(s);
+        EXPECT_NE(in.kind, InstrKind::TiedGradReady) << name(s);
+        if (in.kind == InstrKind::Send) {
+          EXPECT_EQ(in.msg.payload, Payload::Activation);
+        }
+      }
+    }
+  }
+  // A backward in a forward-only schedule is an error.
+  Schedule bad = make_schedule(request("1f1b", 2, 2));
+  bad.forward_only = true;
+  EXPECT_FALSE(check(bad).ok);
 }
 
 TEST(Lower, RefusesBrokenSchedules) {

@@ -131,14 +131,34 @@ TEST(Simulate, AllreduceHiddenAndExposed) {
   EXPECT_DOUBLE_EQ(r.allreduce[1].end - r.allreduce[1].start, 2 * 2 * 0.1 + 1.5);
 }
 
-TEST(Simulate, SingleReplicaNeedsNoAllreduce) {
+TEST(Simulate, SingleReplicaSumsOnlyTheTiedTable) {
   Costs c = Costs::forward_backward(1, 1);
   c.alpha = 1;
   c.beta = 1;
   c.stage_grad_bytes = 1000;
+  c.tied_grad_bytes = 10;
   const SimResult r = simulate(make_schedule(request("1f1b", 4, 4)), c);
-  EXPECT_DOUBLE_EQ(r.allreduce_total, 0);
+  for (const StageAllreduce& a : r.allreduce) EXPECT_DOUBLE_EQ(a.end - a.start, 0) << a.stage;
+  // The token table's two ends (workers 0 and 3) still sum it: 2 log2(2) alpha + 2 (1/2) beta L.
+  EXPECT_EQ(r.tied.holders, (std::vector<int>{0, 3}));
+  EXPECT_DOUBLE_EQ(r.tied.end - r.tied.start, 2 * 1 + 10);
+  EXPECT_DOUBLE_EQ(r.allreduce_total, 12);
+  // It starts when worker 0 ran its last backward of stage 0, the program's last op.
+  EXPECT_DOUBLE_EQ(r.tied.ready, r.makespan);
+  EXPECT_DOUBLE_EQ(r.iteration_time, r.makespan + 12);
+}
+
+TEST(Simulate, PricesTheProgramNotTheOpsAlone) {
+  // A forward-only schedule has no sums: its iteration is its makespan.
+  Costs c = Costs::forward_backward(1, 2);
+  c.alpha = 1;
+  c.tied_grad_bytes = 10;
+  const SimResult r = simulate(forward_only(make_schedule(request("1f1b", 4, 4))), c);
+  EXPECT_TRUE(r.tied.holders.empty());
   EXPECT_DOUBLE_EQ(r.iteration_time, r.makespan);
+  // The last worker's first F starts after 3 hops of F + alpha; its 4 F ops then run back to
+  // back (each next activation was sent while it computed).
+  EXPECT_DOUBLE_EQ(r.makespan, 3 * (1 + 1) + 4 * 1);
 }
 
 TEST(Simulate, TimelineRespectsOrderAndDependencies) {

@@ -1,13 +1,11 @@
 #include "executor.hpp"
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <optional>
+#include <unordered_map>
 
-#include "chimera/comm/doorbell.hpp"
-#include "chimera/comm/mpi.hpp"
 #include "chimera/core/error.hpp"
 #include "chimera/core/timer.hpp"
 
@@ -22,20 +20,14 @@ using schedule::Payload;
 
 struct Executor::Impl {
   const schedule::Schedule& sched;
-  const comm::Topology& topo;
-  const comm::Communicators& comms;
+  int worker;
   StageCompute& compute;
-  comm::GradSync& grad_sync;
-  comm::WaitPolicy wait_policy;
+  comm::Transport& transport;
   const std::vector<Instr>& program;
-  // Senders ring their receivers, and receivers their senders once a message is in, so that a
-  // waiting worker sleeps until then instead of polling (comm/doorbell.hpp).
-  std::optional<comm::Doorbells> bells;
 
-  std::vector<int> stage_key;  // model stage -> GradSync key (-1 if not held)
+  std::vector<int> stage_key;  // model stage -> sum key (-1 if not held)
   int tied_key = -1;
-  int tag_ub = 0;
-  std::int64_t step = 0;  // the iteration running, for the watchdog's message
+  std::int64_t step = 0;  // the iteration running, for the labels of waits
 
   // Message buffers (from compute.allocate_message): every activation and activation gradient
   // has the same size (B*T*C).
@@ -44,43 +36,29 @@ struct Executor::Impl {
   std::unordered_map<std::uint64_t, float*> mailbox;  // produced or received, not yet consumed
   struct PendingRecv {
     float* buffer;
-    MPI_Request request;
+    comm::Transport::Request request;
   };
   std::unordered_map<std::uint64_t, PendingRecv> receives;
   struct PendingSend {
     float* buffer;
-    MPI_Request request;
+    comm::Transport::Request request;
     int dst;
   };
   std::vector<PendingSend> sends;
 
-  Impl(const schedule::Schedule& s, const schedule::Program& p, const comm::Topology& t,
-       const comm::Communicators& c, StageCompute& sc, comm::GradSync& gs, comm::WaitPolicy wp)
+  Impl(const schedule::Schedule& s, const schedule::Program& p, int w, StageCompute& sc,
+       comm::Transport& t)
       : sched(s),
-        topo(t),
-        comms(c),
+        worker(w),
         compute(sc),
-        grad_sync(gs),
-        wait_policy(wp),
-        program(p.workers.at(static_cast<std::size_t>(t.worker))) {
-    if (wp.doorbells) bells.emplace(c.pipeline());
+        transport(t),
+        program(p.workers.at(static_cast<std::size_t>(w))) {
     stage_key.assign(static_cast<std::size_t>(sched.stages), -1);
+    if (sched.forward_only) return;  // no gradient is summed
     for (const auto& g : compute.grad_buffers()) {
-      const MPI_Comm comm = g.stage >= 0 ? comms.stage(g.stage) : comms.tied();
-      auto sum = compute.make_grad_sum(g, comm);
-      const int k = sum ? grad_sync.add(g.name, std::move(sum))
-                        : grad_sync.add(g.name, g.data, g.count, comm);
-      (g.stage >= 0 ? stage_key[static_cast<std::size_t>(g.stage)] : tied_key) = k;
+      const int k = transport.add_sum(g);
+      (g.stage >= 0 ? stage_key.at(static_cast<std::size_t>(g.stage)) : tied_key) = k;
     }
-    void* value = nullptr;
-    int flag = 0;
-    MPI_CHECK(MPI_Comm_get_attr(comms.pipeline(), MPI_TAG_UB, &value, &flag));
-    tag_ub = flag != 0 ? *static_cast<int*>(value) : 32767;
-    const long long max_tag = 2LL * sched.stages * sched.micro_batches - 1;
-    CHIMERA_REQUIRE(max_tag <= tag_ub,
-                    "this MPI allows message tags up to {}, but {} stages x {} micro-batches need "
-                    "{}: use fewer micro-batches per iteration",
-                    tag_ub, sched.stages, sched.micro_batches, max_tag);
   }
 
   ~Impl() {
@@ -93,9 +71,6 @@ struct Executor::Impl {
     return (static_cast<std::uint64_t>(stage) << 33) |
            (static_cast<std::uint64_t>(payload == Payload::Gradient) << 32) |
            static_cast<std::uint32_t>(mb);
-  }
-  int tag(const Message& m) const {
-    return (m.stage * 2 + (m.payload == Payload::Gradient ? 1 : 0)) * sched.micro_batches + m.mb;
   }
 
   float* get_buffer() {
@@ -114,7 +89,7 @@ struct Executor::Impl {
     CHIMERA_CHECK(it != mailbox.end(),
                   "worker {}: {} of stage {} micro-batch {} is needed but was never received or "
                   "produced (lowering bug)",
-                  topo.worker, payload == Payload::Gradient ? "gradient" : "activation", stage, mb);
+                  worker, payload == Payload::Gradient ? "gradient" : "activation", stage, mb);
     float* b = it->second;
     mailbox.erase(it);
     return b;
@@ -124,13 +99,11 @@ struct Executor::Impl {
     CHIMERA_CHECK(fresh, "stage {} micro-batch {} produced twice", stage, mb);
   }
 
-  // Completes finished sends (recycling their buffers) and progresses the allreduces; returns
-  // whether an allreduce still runs.
-  bool poll_allreduces() {
+  // Recycles the buffers of completed sends and progresses the sums; returns whether a sum still
+  // runs.
+  bool poll() {
     for (std::size_t i = 0; i < sends.size();) {
-      int done = 0;
-      MPI_CHECK(MPI_Test(&sends[i].request, &done, MPI_STATUS_IGNORE));
-      if (done != 0) {
+      if (transport.test(sends[i].request)) {
         release(sends[i].buffer);
         sends[i] = sends.back();
         sends.pop_back();
@@ -138,46 +111,20 @@ struct Executor::Impl {
         ++i;
       }
     }
-    return grad_sync.poll();
-  }
-  // The same; returns whether anything outstanding needs this worker's progress: a running
-  // allreduce, or a send (a large message without a single-copy transport moves in fragments
-  // that its sender pushes). A wait keeps its sleeps short while this holds.
-  bool poll() { return poll_allreduces() || !sends.empty(); }
-  static bool poll_cb(void* self) { return static_cast<Impl*>(self)->poll(); }
-
-  // The world rank of worker `peer` of this pipeline group, as users see ranks.
-  int world_rank(int peer) const { return topo.world_rank(topo.replica, peer); }
-
-  // This worker's doorbell when `peer` can ring it, else null (the wait polls).
-  const comm::Doorbells* bell_from(int peer) const {
-    return bells && bells->shared_with(peer) ? &*bells : nullptr;
+    return transport.progress();
   }
 
-  // Completes every outstanding send. The wait must not run poll(), which recycles completed
-  // sends out of the very list being drained (a buffer released twice would be handed out
-  // twice); it only progresses the allreduces.
-  void drain_sends() {
-    while (!sends.empty()) {
-      const int dst = sends.back().dst;
-      comm::wait(
-          sends.back().request, wait_policy,
-          [](void* gs) {
-            static_cast<comm::GradSync*>(gs)->poll();
-            return true;  // the send itself may need this worker's progress
-          },
-          &grad_sync, bell_from(dst),
-          [&] { return fmt::format("send to rank {} (step {})", world_rank(dst), step + 1); });
-      release(sends.back().buffer);
-      sends.pop_back();
-    }
+  std::string message_label(const Message& m, bool send) const {
+    const char* what = m.payload == Payload::Gradient ? "gradient" : "activation";
+    return send ? fmt::format("send of the {} of stage {}, micro-batch {} to {} (step {})", what,
+                              m.stage, m.mb, transport.peer_name(m.dst), step + 1)
+                : fmt::format("recv of the {} of stage {}, micro-batch {} from {} (step {})", what,
+                              m.stage, m.mb, transport.peer_name(m.src), step + 1);
   }
 
   void post_recv(const Message& m) {
     float* b = get_buffer();
-    MPI_Request r = MPI_REQUEST_NULL;
-    MPI_CHECK(MPI_Irecv(b, static_cast<int>(compute.message_floats()), MPI_FLOAT, m.src, tag(m),
-                        comms.pipeline(), &r));
+    const auto r = transport.post_recv(m, b);
     const bool fresh = receives.emplace(key(m.payload, m.stage, m.mb), PendingRecv{b, r}).second;
     CHIMERA_CHECK(fresh, "receive for stage {} micro-batch {} posted twice", m.stage, m.mb);
   }
@@ -186,23 +133,29 @@ struct Executor::Impl {
     const auto it = receives.find(key(m.payload, m.stage, m.mb));
     CHIMERA_CHECK(it != receives.end(), "wait for a receive that was never posted (stage {} mb {})",
                   m.stage, m.mb);
-    comm::wait(it->second.request, wait_policy, &poll_cb, this, bell_from(m.src), [&] {
-      return fmt::format("recv of the {} of stage {}, micro-batch {} from rank {} (step {})",
-                         m.payload == Payload::Gradient ? "gradient" : "activation", m.stage, m.mb,
-                         world_rank(m.src), step + 1);
-    });
-    if (bells) bells->ring(m.src);  // the sender may be draining its sends
+    transport.wait(it->second.request, [&] { return message_label(m, false); });
     put(m.payload, m.stage, m.mb, it->second.buffer);
     receives.erase(it);
   }
 
   void send(const Message& m) {
     float* b = take(m.payload, m.stage, m.mb);
-    MPI_Request r = MPI_REQUEST_NULL;
-    MPI_CHECK(MPI_Isend(b, static_cast<int>(compute.message_floats()), MPI_FLOAT, m.dst, tag(m),
-                        comms.pipeline(), &r));
-    sends.push_back(PendingSend{b, r, m.dst});
-    if (bells) bells->ring(m.dst);
+    sends.push_back(PendingSend{b, transport.send(m, b), m.dst});
+  }
+
+  // WaitSums: every send completed, then every sum.
+  void wait_sums() {
+    while (!sends.empty()) {
+      const PendingSend s = sends.back();
+      sends.pop_back();
+      transport.wait(s.request, [&] {
+        return fmt::format("send to {} (step {})", transport.peer_name(s.dst), step + 1);
+      });
+      release(s.buffer);
+    }
+    if (!sched.forward_only) {
+      transport.wait_sums([&] { return fmt::format("(step {})", step + 1); });
+    }
   }
 
   // Output of (pipe, stage) for `mb` goes to the mailbox: a Send takes it from there, or the
@@ -247,21 +200,21 @@ struct Executor::Impl {
     const int k = stage_key.at(static_cast<std::size_t>(stage));
     CHIMERA_CHECK(k >= 0, "gradient of stage {} marked ready on a worker that does not hold it",
                   stage);
-    grad_sync.start(k);
+    transport.start_sum(k);
   }
+
   void tied_grad_ready() {
     CHIMERA_CHECK(tied_key >= 0, "tied gradient ready on a worker that does not hold it");
     compute.finalize_tied_grads();
-    grad_sync.start(tied_key);
+    transport.start_sum(tied_key);
   }
 };
 
-Executor::Executor(const schedule::Schedule& sched, const schedule::Program& program,
-                   const comm::Topology& topo, const comm::Communicators& comms,
-                   StageCompute& compute, comm::WaitPolicy wait_policy)
-    : impl_(std::make_unique<Impl>(sched, program, topo, comms, compute, grad_sync_, wait_policy)) {
-  // An emulated op wakes up only for allreduces: a real op does not progress messages either.
-  compute.set_progress([impl = impl_.get()] { return impl->poll_allreduces(); });
+Executor::Executor(const schedule::Schedule& sched, const schedule::Program& program, int worker,
+                   StageCompute& compute, comm::Transport& transport)
+    : impl_(std::make_unique<Impl>(sched, program, worker, compute, transport)) {
+  // An emulated op wakes up only for sums: a real op does not progress messages either.
+  compute.set_progress([impl = impl_.get()] { return impl->transport.progress(); });
 }
 
 Executor::~Executor() {
@@ -283,11 +236,12 @@ IterationResult Executor::run(std::int64_t step, const MicroBatchInputs& inputs,
 
   IterationResult r;
   const double start = now_seconds();
+  double tail = start;  // when WaitSums began
   // Run-queue time inside and outside compute ops: what of the idle time was core sharing.
   const std::optional<double> queued_at_start = run_queue_.seconds();
   double compute_queued_s = 0.0;
   bool queue_known = queued_at_start.has_value();
-  const auto& ops = x.sched.ops.at(static_cast<std::size_t>(x.topo.worker));
+  const auto& ops = x.sched.ops.at(static_cast<std::size_t>(x.worker));
   for (const Instr& in : x.program) {
     switch (in.kind) {
       case InstrKind::PostRecv:
@@ -334,16 +288,15 @@ IterationResult Executor::run(std::int64_t step, const MicroBatchInputs& inputs,
         x.tied_grad_ready();
         break;
       case InstrKind::WaitSums:
+        CHIMERA_CHECK(x.mailbox.empty() && x.receives.empty(),
+                      "worker {} ended the iteration with {} unconsumed messages (lowering bug)",
+                      x.worker, x.mailbox.size() + x.receives.size());
+        tail = now_seconds();
+        x.wait_sums();
         break;
     }
     x.poll();
   }
-  CHIMERA_CHECK(x.mailbox.empty() && x.receives.empty(),
-                "worker {} ended the iteration with {} unconsumed messages (lowering bug)",
-                x.topo.worker, x.mailbox.size() + x.receives.size());
-  const double tail = now_seconds();
-  x.drain_sends();
-  grad_sync_.wait_all(x.wait_policy, [&] { return fmt::format("(step {})", step + 1); });
   const double end = now_seconds();
   r.grad_wait_s = end - tail;
   r.wall_s = end - start;
@@ -351,8 +304,9 @@ IterationResult Executor::run(std::int64_t step, const MicroBatchInputs& inputs,
   if (queue_known && queued_at_end)
     r.idle_queued_s = std::max(0.0, *queued_at_end - *queued_at_start - compute_queued_s);
   if (trace != nullptr) {
-    for (const auto& t : grad_sync_.timings()) {
-      record("allreduce " + t.name, io::TraceLane::Allreduce, t.start_s, t.done_s);
+    for (const auto& t : x.transport.sum_timings()) {
+      if (t.start_s > 0)
+        record("allreduce " + t.name, io::TraceLane::Allreduce, t.start_s, t.done_s);
     }
   }
   return r;

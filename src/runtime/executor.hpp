@@ -1,18 +1,16 @@
 #pragma once
-// The executor runs one worker's lowered program for one iteration: compute ops through
-// StageCompute, activations and their gradients through MPI_Isend/MPI_Irecv on the pipeline
-// communicator (receives posted where lowering placed them), MPI progress polled between ops,
-// and each stage's gradient allreduce started the moment lowering says it is final.
+// The executor runs one worker's lowered program for one iteration, instruction by instruction:
+// compute ops through StageCompute, messages and gradient sums through a comm::Transport (MPI
+// between ranks, or the in-process loopback in tests), progress polled between instructions.
+// It adds no communication of its own: every message, sum and wait is an instruction.
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <unordered_map>
 #include <vector>
 
-#include "chimera/comm/communicators.hpp"
 #include "chimera/comm/core_sharing.hpp"
-#include "chimera/comm/grad_sync.hpp"
-#include "chimera/comm/topology.hpp"
+#include "chimera/comm/transport.hpp"
 #include "chimera/io/trace.hpp"
 #include "chimera/schedule/program.hpp"
 #include "stage_compute.hpp"
@@ -39,9 +37,10 @@ struct IterationResult {
 
 class Executor {
  public:
-  Executor(const schedule::Schedule& sched, const schedule::Program& program,
-           const comm::Topology& topo, const comm::Communicators& comms, StageCompute& compute,
-           comm::WaitPolicy wait_policy);
+  // Registers the compute's gradient buffers with `transport` unless the schedule is
+  // forward-only. `sched`, `program`, `compute` and `transport` must outlive the executor.
+  Executor(const schedule::Schedule& sched, const schedule::Program& program, int worker,
+           StageCompute& compute, comm::Transport& transport);
   ~Executor();
   Executor(const Executor&) = delete;
   Executor& operator=(const Executor&) = delete;
@@ -51,10 +50,7 @@ class Executor {
   IterationResult run(std::int64_t step, const MicroBatchInputs& inputs, float loss_scale,
                       std::vector<io::TraceEvent>* trace, double trace_origin_s);
 
-  comm::GradSync& grad_sync() { return grad_sync_; }
-
  private:
-  comm::GradSync grad_sync_;       // before impl_, which registers the gradient buffers in it
   comm::RunQueueClock run_queue_;  // of the thread that runs the program
   struct Impl;
   std::unique_ptr<Impl> impl_;

@@ -87,16 +87,15 @@ GradSums::GradSums(backend::Backend& backend, GradSumPath path, const comm::Comm
 
 GradSums::~GradSums() = default;
 
-std::unique_ptr<comm::AsyncSum> GradSums::make(float* data, std::size_t count, int stage,
-                                               MPI_Comm comm) {
+std::unique_ptr<comm::AsyncSum> GradSums::make(const comm::GradBuffer& g, MPI_Comm comm) {
   if (comm == MPI_COMM_NULL) return nullptr;
   switch (path_) {
     case GradSumPath::Mpi:
       return nullptr;
     case GradSumPath::HostStagedMpi:
-      return std::make_unique<HostStagedSum>(backend_, data, count, comm);
+      return std::make_unique<HostStagedSum>(backend_, g.data, g.count, comm);
     case GradSumPath::Nccl:
-      return std::make_unique<DeviceSum>(*groups_.at(stage), data, count);
+      return std::make_unique<DeviceSum>(*groups_.at(g.stage), g.data, g.count);
   }
   return nullptr;
 }

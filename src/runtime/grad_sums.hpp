@@ -12,6 +12,7 @@
 #include "chimera/comm/communicators.hpp"
 #include "chimera/comm/grad_sync.hpp"
 #include "chimera/comm/topology.hpp"
+#include "chimera/comm/transport.hpp"
 #include "gpu_paths.hpp"
 
 namespace chimera::runtime {
@@ -28,9 +29,9 @@ class GradSums {
   GradSums& operator=(const GradSums&) = delete;
 
   GradSumPath path() const { return path_; }
-  // The sum of data[0..count) over `comm` (model stage `stage`, or -1 for the tied embedding);
-  // null for Mpi (GradSync's own MPI_Iallreduce).
-  std::unique_ptr<comm::AsyncSum> make(float* data, std::size_t count, int stage, MPI_Comm comm);
+  // The sum of `g` over `comm`; null for Mpi (GradSync's own MPI_Iallreduce). Serves as the MPI
+  // transport's comm::SumFactory.
+  std::unique_ptr<comm::AsyncSum> make(const comm::GradBuffer& g, MPI_Comm comm);
 
  private:
   backend::Backend& backend_;

@@ -52,8 +52,4 @@ std::vector<GradBuffer> ModelCompute::grad_buffers() {
   return out;
 }
 
-std::unique_ptr<comm::AsyncSum> ModelCompute::make_grad_sum(const GradBuffer& g, MPI_Comm comm) {
-  return grad_sums_ != nullptr ? grad_sums_->make(g.data, g.count, g.stage, comm) : nullptr;
-}
-
 }  // namespace chimera::runtime

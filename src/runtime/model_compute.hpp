@@ -3,7 +3,6 @@
 // through a MessageStaging (direct or host-staged); every op returns once the backend finished it,
 // so that its output can be sent and its time is the compute's.
 #include "chimera/model/worker.hpp"
-#include "grad_sums.hpp"
 #include "message_staging.hpp"
 #include "stage_compute.hpp"
 
@@ -11,9 +10,8 @@ namespace chimera::runtime {
 
 class ModelCompute final : public StageCompute {
  public:
-  // `grad_sums` may be null: every gradient buffer is then summed by MPI_Iallreduce on its memory.
-  ModelCompute(model::GPT2Worker& worker, MessageStaging& staging, GradSums* grad_sums)
-      : worker_(worker), staging_(staging), grad_sums_(grad_sums) {}
+  ModelCompute(model::GPT2Worker& worker, MessageStaging& staging)
+      : worker_(worker), staging_(staging) {}
 
   std::size_t message_floats() const override { return worker_.message_floats(); }
   float* allocate_message() override { return staging_.allocate(); }
@@ -29,7 +27,6 @@ class ModelCompute final : public StageCompute {
   void zero_grad() override { worker_.zero_grad(); }
   void finalize_tied_grads() override;
   std::vector<GradBuffer> grad_buffers() override;
-  std::unique_ptr<comm::AsyncSum> make_grad_sum(const GradBuffer& g, MPI_Comm comm) override;
   std::int64_t peak_activation_bytes() const override {
     return static_cast<std::int64_t>(worker_.peak_activation_bytes());
   }
@@ -38,7 +35,6 @@ class ModelCompute final : public StageCompute {
  private:
   model::GPT2Worker& worker_;
   MessageStaging& staging_;
-  GradSums* grad_sums_;
 };
 
 }  // namespace chimera::runtime

@@ -4,8 +4,6 @@
 // stages (timed waits of the configured F/B costs, for timing schedules at scale on a laptop).
 // Message pointers are memory from allocate_message(), owned by the executor; an implementation
 // copies what it keeps.
-#include <mpi.h>
-
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -13,17 +11,11 @@
 #include <string>
 #include <vector>
 
-#include "chimera/comm/grad_sync.hpp"
+#include "chimera/comm/transport.hpp"
 
 namespace chimera::runtime {
 
-// One contiguous gradient buffer to be summed across the ranks holding it.
-struct GradBuffer {
-  std::string name;  // "stage 3", "tied wte"
-  int stage = -1;    // model stage, or -1 for the tied embedding
-  float* data = nullptr;
-  std::size_t count = 0;
-};
+using comm::GradBuffer;
 
 class StageCompute {
  public:
@@ -55,12 +47,6 @@ class StageCompute {
   virtual void finalize_tied_grads() {}
   // Gradient buffers of the held stages (one per stage) and of the tied embedding (if held).
   virtual std::vector<GradBuffer> grad_buffers() = 0;
-  // How `g` is summed over `comm` when MPI_Iallreduce on its memory will not do (GPU memory:
-  // NCCL, or MPI on a host copy); null for MPI_Iallreduce.
-  virtual std::unique_ptr<comm::AsyncSum> make_grad_sum(const GradBuffer& /*g*/,
-                                                        MPI_Comm /*comm*/) {
-    return nullptr;
-  }
 
   virtual std::int64_t peak_activation_bytes() const = 0;
   virtual void reset_peak_activation_bytes() = 0;

@@ -21,6 +21,7 @@
 #include "chimera/comm/deadline.hpp"
 #include "chimera/comm/local_rank.hpp"
 #include "chimera/comm/mpi.hpp"
+#include "chimera/comm/mpi_transport.hpp"
 #include "chimera/core/log.hpp"
 #include "chimera/core/timer.hpp"
 #include "chimera/data/tokenizer.hpp"
@@ -363,7 +364,7 @@ void Trainer::Impl::setup_compute() {
         model::GPT2Worker::Options{plan.schedule_mb_size, plan.seq_len, config.parallel.recompute});
     worker->init_parameters(static_cast<std::uint64_t>(config.train.seed));
     staging.emplace(*backend, paths.messages, worker->message_floats());
-    compute = std::make_unique<ModelCompute>(*worker, *staging, grad_sums.get());
+    compute = std::make_unique<ModelCompute>(*worker, *staging);
     state.emplace(plan, *backend, *worker, *comms);
     if (config.train.eval_every > 0) {
       evaluator.emplace(plan, *worker, *staging, *comms, wait_policy);
@@ -528,7 +529,15 @@ void Trainer::Impl::print_sample(const std::string& when) {
 
 void Trainer::Impl::run() {
   const Config& config = request.config;
-  Executor executor(plan.schedule, plan.program, plan.topology, *comms, *compute, wait_policy);
+  comm::SumFactory gpu_sums;
+  if (grad_sums) {
+    gpu_sums = [sums = grad_sums.get()](const comm::GradBuffer& g, MPI_Comm c) {
+      return sums->make(g, c);
+    };
+  }
+  comm::MpiTransport transport(plan.schedule, plan.topology, *comms, wait_policy,
+                               compute->message_floats(), gpu_sums);
+  Executor executor(plan.schedule, plan.program, plan.topology.worker, *compute, transport);
   TraceCollector trace(world, config.log.trace);
   io::MetricsWriter metrics;
   if (rank == 0 && !config.log.metrics.empty()) {

@@ -1,0 +1,65 @@
+#pragma once
+// The executor's transport over MPI (transport.hpp): messages through MPI_Isend/MPI_Irecv on the
+// pipeline communicator, one tag per (payload, stage, micro-batch); a receiver sleeps on its
+// doorbell until the sender rings (runtime.wait = doorbell); gradient sums through GradSync:
+// in-place MPI_Iallreduce over each stage's communicator, or a GPU path's AsyncSum.
+#include <functional>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "chimera/comm/communicators.hpp"
+#include "chimera/comm/doorbell.hpp"
+#include "chimera/comm/grad_sync.hpp"
+#include "chimera/comm/topology.hpp"
+#include "chimera/comm/transport.hpp"
+
+namespace chimera::comm {
+
+// How a gradient buffer is summed over `comm` when MPI_Iallreduce on its memory will not do
+// (GPU memory: NCCL, or MPI on a host copy); returns null for MPI_Iallreduce.
+using SumFactory = std::function<std::unique_ptr<AsyncSum>(const GradBuffer&, MPI_Comm)>;
+
+class MpiTransport final : public Transport {
+ public:
+  // InputError if this MPI's tags cannot number the schedule's messages.
+  MpiTransport(const schedule::Schedule& sched, const Topology& topo, const Communicators& comms,
+               WaitPolicy policy, std::size_t message_floats, SumFactory make_sum = {});
+
+  Request post_recv(const schedule::Message& m, float* buffer) override;
+  Request send(const schedule::Message& m, const float* buffer) override;
+  bool test(Request r) override;
+  void wait(Request r, const WaitLabel& label) override;
+  int add_sum(const GradBuffer& buffer) override;
+  void start_sum(int key) override;
+  bool progress() override;
+  void wait_sums(const WaitLabel& context) override;
+  std::vector<SumTiming> sum_timings() const override;
+  std::string peer_name(int worker) const override;
+
+ private:
+  struct Pending {
+    MPI_Request request = MPI_REQUEST_NULL;
+    int peer = -1;
+    bool send = false;
+    bool done = false;  // seen complete by a progress() during some wait
+  };
+  int tag(const schedule::Message& m) const;
+  Request add(MPI_Request request, int peer, bool send);
+  // Tests the outstanding sends (a large message without a single-copy transport moves in
+  // fragments its sender pushes) and the sums; true while any needs this rank's progress.
+  bool progress_all();
+
+  int micro_batches_;
+  const Topology& topo_;
+  const Communicators& comms_;
+  WaitPolicy policy_;
+  std::size_t floats_;
+  SumFactory make_sum_;
+  std::optional<Doorbells> bells_;
+  GradSync sums_;
+  std::vector<Pending> pending_;  // by request id; ids are reused through free_
+  std::vector<Request> free_;
+};
+
+}  // namespace chimera::comm

@@ -1,0 +1,141 @@
+#include "chimera/comm/mpi_transport.hpp"
+
+#include <fmt/format.h>
+
+#include "chimera/core/error.hpp"
+
+namespace chimera::comm {
+
+using schedule::Message;
+using schedule::Payload;
+
+MpiTransport::MpiTransport(const schedule::Schedule& sched, const Topology& topo,
+                           const Communicators& comms, WaitPolicy policy,
+                           std::size_t message_floats, SumFactory make_sum)
+    : micro_batches_(sched.micro_batches),
+      topo_(topo),
+      comms_(comms),
+      policy_(policy),
+      floats_(message_floats),
+      make_sum_(std::move(make_sum)) {
+  CHIMERA_CHECK(floats_ <= static_cast<std::size_t>(INT_MAX),
+                "a message of {} floats is more than one MPI call can send", floats_);
+  if (policy.doorbells) bells_.emplace(comms.pipeline());
+  void* value = nullptr;
+  int flag = 0;
+  MPI_CHECK(MPI_Comm_get_attr(comms.pipeline(), MPI_TAG_UB, &value, &flag));
+  const int tag_ub = flag != 0 ? *static_cast<int*>(value) : 32767;
+  const long long max_tag = 2LL * sched.stages * sched.micro_batches - 1;
+  CHIMERA_REQUIRE(max_tag <= tag_ub,
+                  "this MPI allows message tags up to {}, but {} stages x {} micro-batches need "
+                  "{}: use fewer micro-batches per iteration",
+                  tag_ub, sched.stages, sched.micro_batches, max_tag);
+}
+
+int MpiTransport::tag(const Message& m) const {
+  return (m.stage * 2 + (m.payload == Payload::Gradient ? 1 : 0)) * micro_batches_ + m.mb;
+}
+
+Transport::Request MpiTransport::add(MPI_Request request, int peer, bool send) {
+  const Pending p{request, peer, send, false};
+  if (free_.empty()) {
+    pending_.push_back(p);
+    return static_cast<Request>(pending_.size()) - 1;
+  }
+  const Request r = free_.back();
+  free_.pop_back();
+  pending_[static_cast<std::size_t>(r)] = p;
+  return r;
+}
+
+Transport::Request MpiTransport::post_recv(const Message& m, float* buffer) {
+  MPI_Request r = MPI_REQUEST_NULL;
+  MPI_CHECK(MPI_Irecv(buffer, static_cast<int>(floats_), MPI_FLOAT, m.src, tag(m),
+                      comms_.pipeline(), &r));
+  return add(r, m.src, false);
+}
+
+Transport::Request MpiTransport::send(const Message& m, const float* buffer) {
+  MPI_Request r = MPI_REQUEST_NULL;
+  MPI_CHECK(MPI_Isend(buffer, static_cast<int>(floats_), MPI_FLOAT, m.dst, tag(m),
+                      comms_.pipeline(), &r));
+  if (bells_) bells_->ring(m.dst);
+  return add(r, m.dst, true);
+}
+
+bool MpiTransport::test(Request r) {
+  Pending& p = pending_.at(static_cast<std::size_t>(r));
+  if (!p.done) {
+    int done = 0;
+    MPI_CHECK(MPI_Test(&p.request, &done, MPI_STATUS_IGNORE));
+    p.done = done != 0;
+  }
+  if (p.done) free_.push_back(r);
+  return p.done;
+}
+
+bool MpiTransport::progress_all() {
+  bool sending = false;
+  for (Pending& p : pending_) {
+    if (!p.send || p.done || p.request == MPI_REQUEST_NULL) continue;
+    int done = 0;
+    MPI_CHECK(MPI_Test(&p.request, &done, MPI_STATUS_IGNORE));
+    p.done = done != 0;
+    sending = sending || !p.done;
+  }
+  return sums_.poll() || sending;
+}
+
+void MpiTransport::wait(Request r, const WaitLabel& label) {
+  Pending& p = pending_.at(static_cast<std::size_t>(r));
+  if (!p.done) {
+    // Between tests, the other sends and the sums progress; a send's wait stays short, since
+    // the send itself may need this rank's progress.
+    const bool is_send = p.send;
+    struct Poll {
+      MpiTransport* self;
+      bool is_send;
+    } poll{this, is_send};
+    comm::wait(
+        p.request, policy_,
+        [](void* arg) {
+          auto& x = *static_cast<Poll*>(arg);
+          return x.self->progress_all() || x.is_send;
+        },
+        &poll, bells_ && bells_->shared_with(p.peer) ? &*bells_ : nullptr, label);
+    p.done = true;
+  }
+  // A sender draining its sends may sleep on its bell: tell it its message is in.
+  if (!p.send && bells_) bells_->ring(p.peer);
+  free_.push_back(r);
+}
+
+int MpiTransport::add_sum(const GradBuffer& g) {
+  const MPI_Comm comm = g.stage >= 0 ? comms_.stage(g.stage) : comms_.tied();
+  auto sum = make_sum_ && comm != MPI_COMM_NULL ? make_sum_(g, comm) : nullptr;
+  return sum ? sums_.add(g.name, std::move(sum)) : sums_.add(g.name, g.data, g.count, comm);
+}
+
+void MpiTransport::start_sum(int key) {
+  sums_.start(key);
+}
+
+bool MpiTransport::progress() {
+  return progress_all();
+}
+
+void MpiTransport::wait_sums(const WaitLabel& context) {
+  sums_.wait_all(policy_, context);
+}
+
+std::vector<SumTiming> MpiTransport::sum_timings() const {
+  std::vector<SumTiming> out;
+  for (const auto& t : sums_.timings()) out.push_back({t.name, t.start_s, t.done_s});
+  return out;
+}
+
+std::string MpiTransport::peer_name(int worker) const {
+  return fmt::format("rank {}", topo_.world_rank(topo_.replica, worker));
+}
+
+}  // namespace chimera::comm

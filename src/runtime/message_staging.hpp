@@ -45,22 +45,4 @@ class MessageStaging {
   backend::DeviceBuffer in_, out_;  // device side of host staging
 };
 
-// One message, owned (for code that keeps a few: the evaluator).
-class MessageBuffer {
- public:
-  explicit MessageBuffer(MessageStaging& staging) : staging_(&staging), data_(staging.allocate()) {}
-  MessageBuffer(const MessageBuffer&) = delete;
-  MessageBuffer& operator=(const MessageBuffer&) = delete;
-  ~MessageBuffer() { staging_->deallocate(data_); }
-  float* data() const { return data_; }
-  void swap(MessageBuffer& other) noexcept {
-    std::swap(staging_, other.staging_);
-    std::swap(data_, other.data_);
-  }
-
- private:
-  MessageStaging* staging_;
-  float* data_;
-};
-
 }  // namespace chimera::runtime

@@ -40,5 +40,8 @@ Schedule chimera(int D, int N, const std::string& variant, int pipes);
 // workers, nothing else (forward_only = true). A subgraph of a deadlock-free schedule's
 // dependencies, it is deadlock-free too; validation runs pipelined like training.
 Schedule forward_only(const Schedule& training);
+// One micro-batch (id 0) forward through `training`'s first pipe, each worker running its stages
+// of that pipe in order (forward_only = true, mb_split = 1): text generation, token by token.
+Schedule forward_one(const Schedule& training);
 
 }  // namespace chimera::schedule

@@ -1,0 +1,29 @@
+#include "inference_compute.hpp"
+
+#include "chimera/core/error.hpp"
+
+namespace chimera::runtime {
+
+namespace {
+// Worker slots of evaluation micro-batches: far above any training micro-batch id, so that an
+// evaluation never touches a training micro-batch's activations.
+constexpr int kSlotBase = 1 << 24;
+}  // namespace
+
+float InferenceCompute::forward(int stage, int mb, const float* in, const std::int32_t* tokens,
+                                const std::int32_t* targets, float* out) {
+  const int slot = kSlotBase + mb;
+  const float loss = model_.forward(stage, slot, in, tokens, targets, out);
+  if (targets != nullptr && at_last_) at_last_(slot);  // only the last stage reads targets
+  worker_.release(stage, slot);
+  return loss;
+}
+
+void InferenceCompute::no_backward(int stage, int mb) {
+  throw Error(
+      fmt::format("evaluation runs forwards only, but a backward of stage {} micro-batch "
+                  "{} was scheduled",
+                  stage, mb));
+}
+
+}  // namespace chimera::runtime

@@ -108,7 +108,7 @@ std::string header(const RunPlan& plan, std::size_t params) {
       p.micro_batches, plan.micro_batch_size, plan.seq_len, plan.global_batch,
       plan.tokens_per_step(), plan.model.n_layer, plan.model.n_embd, plan.model.n_head,
       plan.model.vocab_size, static_cast<double>(params) / 1e6, plan.schedule.stages,
-      plan.partition.to_string(), plan.config.runtime.compute,
+      plan.partition.to_string(), to_string(plan.config.runtime.compute),
       plan.emulate ? fmt::format(" (cost {} ms)", plan.config.runtime.cost) : "");
 }
 
@@ -286,14 +286,9 @@ Trainer::Impl::Impl(const TrainRequest& req, MPI_Comm w) : request(req), world(w
                     "log.sample_tokens = {} needs the last stage's activations, which "
                     "parallel.recompute = true does not keep: set one of them off",
                     sample_tokens);
-    CHIMERA_REQUIRE(config.train.on_nonfinite == "stop" || config.train.on_nonfinite == "skip",
-                    "train.on_nonfinite = '{}': use stop or skip", config.train.on_nonfinite);
     CHIMERA_REQUIRE(config.train.max_skipped_steps >= 1,
                     "train.max_skipped_steps = {}: must be at least 1",
                     config.train.max_skipped_steps);
-    CHIMERA_REQUIRE(
-        config.checkpoint.on_save_error == "stop" || config.checkpoint.on_save_error == "warn",
-        "checkpoint.on_save_error = '{}': use stop or warn", config.checkpoint.on_save_error);
     CHIMERA_REQUIRE(config.checkpoint.save_timeout_s >= 0.0,
                     "checkpoint.save_timeout_s = {}: use 0 (no bound) or a number of seconds",
                     config.checkpoint.save_timeout_s);
@@ -305,7 +300,7 @@ Trainer::Impl::Impl(const TrainRequest& req, MPI_Comm w) : request(req), world(w
   comm::all_or_none(world, [&] { local_rank = comm::node_local_rank(world, comm::process_env); });
   const std::string local_ranks =
       comm::describe_node_local_ranks(comm::gather_node_local_ranks(world, local_rank));
-  wait_policy.doorbells = config.runtime.wait == "doorbell";
+  wait_policy.doorbells = config.runtime.wait == WaitMode::Doorbell;
   wait_policy.watchdog_s = config.runtime.watchdog_s;
   if (!plan.emulate) setup_backend();
   comm::all_or_none(world, [&] { setup_compute(); });
@@ -477,7 +472,7 @@ bool Trainer::Impl::save(const io::CheckpointMeta& meta, bool last) {
       path = state->save(*checkpoints, meta);
     });
   } catch (const comm::AgreedError& e) {
-    if (request.config.checkpoint.on_save_error != "warn" || last) throw;
+    if (request.config.checkpoint.on_save_error != SaveErrorPolicy::Warn || last) throw;
     log::warn_once(
         "checkpoint of step {} not saved: {}; training goes on "
         "(checkpoint.on_save_error = warn), the previous checkpoint is intact",
@@ -569,7 +564,7 @@ void Trainer::Impl::run() {
       const LossAndNorm v =
           reduce_loss_and_norm(world, r, state ? state->local_grad_squares() : 0.0);
       const bool finite = v.finite();
-      const bool skip = !finite && config.train.on_nonfinite == "skip";
+      const bool skip = !finite && config.train.on_nonfinite == NonfinitePolicy::Skip;
       if (finite) {
         consecutive_skips = 0;
         // AdamW counts the updates made: skipped steps do not advance its bias correction.

@@ -30,21 +30,19 @@ std::vector<std::string> available_backends() {
   return {"cpu"};
 }
 
-std::unique_ptr<Backend> make_backend(std::string_view name, const BackendOptions& options) {
-  if (name == "cpu") {
+std::unique_ptr<Backend> make_backend(BackendKind kind, const BackendOptions& options) {
+  if (kind == BackendKind::Cpu) {
     CHIMERA_REQUIRE(options.precision == "fp32",
                     "runtime.precision = '{}' needs runtime.backend = 'cuda': the CPU backend "
                     "computes in fp32 only",
                     options.precision);
     return std::make_unique<cpu::CpuBackend>();
   }
-  if (name == "cuda" && cuda_linked()) return cuda::make_cuda_backend(options);
-  CHIMERA_REQUIRE(name != "cuda",
-                  "runtime.backend = 'cuda': this build has no CUDA backend (built: {}); "
+  if (cuda_linked()) return cuda::make_cuda_backend(options);
+  throw InputError(
+      fmt::format("runtime.backend = 'cuda': this build has no CUDA backend (built: {}); "
                   "configure with CUDA (cmake --preset cuda, see docs/cuda.md)",
-                  fmt::join(available_backends(), ", "));
-  throw InputError(fmt::format("runtime.backend = '{}' is not available in this build (built: {})",
-                               name, fmt::join(available_backends(), ", ")));
+                  fmt::join(available_backends(), ", ")));
 }
 
 }  // namespace chimera::backend

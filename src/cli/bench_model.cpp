@@ -95,7 +95,7 @@ int run_bench_model(const BenchModelOptions& opt) {
     config = Config::from_file(opt.config_file);
   }
   for (const auto& s : opt.sets) config.set(s);
-  if (!opt.backend.empty()) config.runtime.backend = opt.backend;
+  if (!opt.backend.empty()) config.runtime.backend = parse_enum<BackendKind>(opt.backend);
   if (!opt.precision.empty()) config.runtime.precision = opt.precision;
   CHIMERA_REQUIRE(opt.steps >= 1, "--steps {} must be at least 1", opt.steps);
   CHIMERA_REQUIRE(opt.warmup >= 0, "--warmup {} must not be negative", opt.warmup);

@@ -2,6 +2,8 @@
 // layout (--predict) to compare with a measured run.
 #include <fmt/format.h>
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -13,6 +15,7 @@
 
 #include "chimera/core/config.hpp"
 #include "chimera/core/error.hpp"
+#include "chimera/io/json_line.hpp"
 #include "chimera/plan/planner.hpp"
 #include "chimera/schedule/simulate.hpp"
 #include "commands.hpp"
@@ -162,18 +165,38 @@ void write_memory_csv(const std::string& path, const std::vector<plan::Predictio
   CHIMERA_CHECK(out.good(), "writing '{}' failed", path);
 }
 
+// Six significant digits, as these lines have always carried: a prediction is no more exact.
+double significant6(double x) {
+  const std::string text = fmt::format("{:.6g}", x);
+  double rounded = x;
+  std::from_chars(text.data(), text.data() + text.size(), rounded);
+  return rounded;
+}
+
 std::string json_line(const plan::Prediction& p) {
   const plan::Layout& l = p.layout;
-  return fmt::format(
-      "{{\"scheme\": \"{}\", \"variant\": \"{}\", \"pipes\": {}, \"virtual\": {}, \"W\": {}, "
-      "\"D\": {}, \"N\": {}, \"B\": {}, \"recompute\": {}, \"iteration_ms\": {:.6g}, "
-      "\"work_ms\": {:.6g}, \"bubble_ms\": {:.6g}, \"p2p_ms\": {:.6g}, "
-      "\"allreduce_exposed_ms\": {:.6g}, \"allreduce_ms\": {:.6g}, \"optimizer_ms\": {:.6g}, "
-      "\"bubble_ratio\": {:.6g}, \"samples_per_s\": {:.6g}, \"peak_memory_bytes\": {:.0f}, "
-      "\"fits\": {}}}\n",
-      l.scheme, l.variant, l.pipes, l.virtual_stages, l.W, l.D, l.N, l.B, l.recompute,
-      p.iteration_ms, p.work_ms, p.bubble_ms, p.p2p_ms, p.allreduce_exposed_ms, p.allreduce_ms,
-      p.optimizer_ms, p.bubble_ratio, p.samples_per_s, p.peak_memory_bytes, p.fits);
+  nlohmann::ordered_json j;
+  j["scheme"] = l.scheme;
+  j["variant"] = l.variant;
+  j["pipes"] = l.pipes;
+  j["virtual"] = l.virtual_stages;
+  j["W"] = l.W;
+  j["D"] = l.D;
+  j["N"] = l.N;
+  j["B"] = l.B;
+  j["recompute"] = l.recompute;
+  j["iteration_ms"] = significant6(p.iteration_ms);
+  j["work_ms"] = significant6(p.work_ms);
+  j["bubble_ms"] = significant6(p.bubble_ms);
+  j["p2p_ms"] = significant6(p.p2p_ms);
+  j["allreduce_exposed_ms"] = significant6(p.allreduce_exposed_ms);
+  j["allreduce_ms"] = significant6(p.allreduce_ms);
+  j["optimizer_ms"] = significant6(p.optimizer_ms);
+  j["bubble_ratio"] = significant6(p.bubble_ratio);
+  j["samples_per_s"] = significant6(p.samples_per_s);
+  j["peak_memory_bytes"] = std::llround(p.peak_memory_bytes);
+  j["fits"] = p.fits;
+  return io::json_object_line(j) + "\n";
 }
 
 int run_predict(const PlanOptions& o) {

@@ -79,7 +79,7 @@ Run add_sample_command(CLI::App& app) {
     const model::StagePartition whole({config.n_layer});
     const auto window = static_cast<int>(
         std::min<std::size_t>(static_cast<std::size_t>(config.n_ctx), prompt.size() + f->tokens));
-    const auto backend = backend::make_backend("cpu");
+    const auto backend = backend::make_backend(BackendKind::Cpu);
     model::GPT2Worker worker(*backend, config, whole, {0}, {1, window, false});
     std::vector<io::TensorSpec> specs;
     for (const auto* t : worker.layout().all()) specs.push_back({t->name, t->shape});

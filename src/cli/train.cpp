@@ -37,7 +37,7 @@ Config build_config(const TrainFlags& f) {
   if (f.steps) c.train.steps = *f.steps;
   if (f.metrics) c.log.metrics = *f.metrics;
   if (f.trace) c.log.trace = *f.trace;
-  if (f.compute) c.runtime.compute = *f.compute;
+  if (f.compute) c.runtime.compute = parse_enum<ComputeMode>(*f.compute);
   if (f.cost) c.runtime.cost = *f.cost;
   if (f.save_dir) c.checkpoint.dir = *f.save_dir;
   if (f.save_every) c.checkpoint.every = *f.save_every;

@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <fstream>
 #include <sstream>
@@ -16,8 +17,82 @@ namespace chimera {
 
 namespace {
 
+// --- the words of enum keys -------------------------------------------------------------
+
+template <typename E>
+struct Word {
+  E value;
+  std::string_view text;
+};
+
+// For each enum: the key it is the value of, its words (the TOML and --set spelling), and the
+// message part that lists them for a word that is none of them.
+template <typename E>
+struct EnumWords;
+
+template <>
+struct EnumWords<ComputeMode> {
+  static constexpr std::string_view key = "runtime.compute";
+  static constexpr std::string_view expected = "expected 'real' or 'emulate'";
+  static constexpr std::array words{Word<ComputeMode>{ComputeMode::Real, "real"},
+                                    Word<ComputeMode>{ComputeMode::Emulate, "emulate"}};
+};
+template <>
+struct EnumWords<WaitMode> {
+  static constexpr std::string_view key = "runtime.wait";
+  static constexpr std::string_view expected = "expected 'doorbell' or 'poll'";
+  static constexpr std::array words{Word<WaitMode>{WaitMode::Doorbell, "doorbell"},
+                                    Word<WaitMode>{WaitMode::Poll, "poll"}};
+};
+template <>
+struct EnumWords<BackendKind> {
+  static constexpr std::string_view key = "runtime.backend";
+  static constexpr std::string_view expected = "expected 'cpu' or 'cuda'";
+  static constexpr std::array words{Word<BackendKind>{BackendKind::Cpu, "cpu"},
+                                    Word<BackendKind>{BackendKind::Cuda, "cuda"}};
+};
+template <>
+struct EnumWords<MessagesMode> {
+  static constexpr std::string_view key = "runtime.messages";
+  static constexpr std::string_view expected = "expected auto, device or host";
+  static constexpr std::array words{Word<MessagesMode>{MessagesMode::Auto, "auto"},
+                                    Word<MessagesMode>{MessagesMode::Device, "device"},
+                                    Word<MessagesMode>{MessagesMode::Host, "host"}};
+};
+template <>
+struct EnumWords<AllreduceMode> {
+  static constexpr std::string_view key = "runtime.allreduce";
+  static constexpr std::string_view expected = "expected auto, nccl or mpi";
+  static constexpr std::array words{Word<AllreduceMode>{AllreduceMode::Auto, "auto"},
+                                    Word<AllreduceMode>{AllreduceMode::Nccl, "nccl"},
+                                    Word<AllreduceMode>{AllreduceMode::Mpi, "mpi"}};
+};
+template <>
+struct EnumWords<NonfinitePolicy> {
+  static constexpr std::string_view key = "train.on_nonfinite";
+  static constexpr std::string_view expected = "use stop or skip";
+  static constexpr std::array words{Word<NonfinitePolicy>{NonfinitePolicy::Stop, "stop"},
+                                    Word<NonfinitePolicy>{NonfinitePolicy::Skip, "skip"}};
+};
+template <>
+struct EnumWords<SaveErrorPolicy> {
+  static constexpr std::string_view key = "checkpoint.on_save_error";
+  static constexpr std::string_view expected = "use stop or warn";
+  static constexpr std::array words{Word<SaveErrorPolicy>{SaveErrorPolicy::Stop, "stop"},
+                                    Word<SaveErrorPolicy>{SaveErrorPolicy::Warn, "warn"}};
+};
+
+template <typename E>
+std::string_view word_of(E value) {
+  for (const auto& w : EnumWords<E>::words) {
+    if (w.value == value) return w.text;
+  }
+  return "?";
+}
+
 using FieldRef = std::variant<int*, std::int64_t*, double*, bool*, std::string*, std::vector<int>*,
-                              std::vector<std::string>*>;
+                              std::vector<std::string>*, ComputeMode*, WaitMode*, BackendKind*,
+                              MessagesMode*, AllreduceMode*, NonfinitePolicy*, SaveErrorPolicy*>;
 
 struct Field {
   std::string_view section;
@@ -127,7 +202,7 @@ std::string_view type_name(const FieldRef& r) {
         if constexpr (std::is_same_v<T, int> || std::is_same_v<T, std::int64_t>) return "integer";
         if constexpr (std::is_same_v<T, double>) return "number";
         if constexpr (std::is_same_v<T, bool>) return "boolean";
-        if constexpr (std::is_same_v<T, std::string>) return "string";
+        if constexpr (std::is_same_v<T, std::string> || std::is_enum_v<T>) return "string";
         if constexpr (std::is_same_v<T, std::vector<int>>) return "integer list";
         return "string list";
       },
@@ -166,6 +241,9 @@ void assign_from_toml(Field& f, const toml::value& v, std::string_view origin) {
         } else if constexpr (std::is_same_v<T, std::string>) {
           if (!v.is_string()) bad();
           *p = v.as_string().str;
+        } else if constexpr (std::is_enum_v<T>) {
+          if (!v.is_string()) bad();
+          *p = parse_enum<T>(v.as_string().str);
         } else if constexpr (std::is_same_v<T, std::vector<int>>) {
           if (!v.is_array()) bad();
           p->clear();
@@ -237,12 +315,16 @@ void assign_from_text(Field& f, std::string_view text) {
           } else {
             bad();
           }
-        } else if constexpr (std::is_same_v<T, std::string>) {
+        } else if constexpr (std::is_same_v<T, std::string> || std::is_enum_v<T>) {
           std::string s(text);
           if (s.size() >= 2 && (s.front() == '"' || s.front() == '\'') && s.back() == s.front()) {
             s = s.substr(1, s.size() - 2);
           }
-          *p = s;
+          if constexpr (std::is_enum_v<T>) {
+            *p = parse_enum<T>(s);
+          } else {
+            *p = s;
+          }
         } else if constexpr (std::is_same_v<T, std::vector<int>>) {
           p->clear();
           for (const auto& item : split_list(text)) {
@@ -289,6 +371,8 @@ std::string value_text(const FieldRef& r) {
           return *p ? "true" : "false";
         } else if constexpr (std::is_same_v<T, std::string>) {
           return quote(*p);
+        } else if constexpr (std::is_enum_v<T>) {
+          return quote(std::string(word_of(*p)));
         } else if constexpr (std::is_same_v<T, std::vector<int>>) {
           return fmt::format("[{}]", fmt::join(*p, ", "));
         } else {
@@ -301,6 +385,44 @@ std::string value_text(const FieldRef& r) {
 }
 
 }  // namespace
+
+template <typename E>
+E parse_enum(std::string_view text) {
+  for (const auto& w : EnumWords<E>::words) {
+    if (w.text == text) return w.value;
+  }
+  throw InputError(fmt::format("{} = '{}': {}", EnumWords<E>::key, text, EnumWords<E>::expected));
+}
+
+template ComputeMode parse_enum<ComputeMode>(std::string_view);
+template WaitMode parse_enum<WaitMode>(std::string_view);
+template BackendKind parse_enum<BackendKind>(std::string_view);
+template MessagesMode parse_enum<MessagesMode>(std::string_view);
+template AllreduceMode parse_enum<AllreduceMode>(std::string_view);
+template NonfinitePolicy parse_enum<NonfinitePolicy>(std::string_view);
+template SaveErrorPolicy parse_enum<SaveErrorPolicy>(std::string_view);
+
+std::string_view to_string(ComputeMode v) {
+  return word_of(v);
+}
+std::string_view to_string(WaitMode v) {
+  return word_of(v);
+}
+std::string_view to_string(BackendKind v) {
+  return word_of(v);
+}
+std::string_view to_string(MessagesMode v) {
+  return word_of(v);
+}
+std::string_view to_string(AllreduceMode v) {
+  return word_of(v);
+}
+std::string_view to_string(NonfinitePolicy v) {
+  return word_of(v);
+}
+std::string_view to_string(SaveErrorPolicy v) {
+  return word_of(v);
+}
 
 Config Config::from_toml(std::string_view text, std::string_view origin) {
   toml::value root;

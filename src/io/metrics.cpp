@@ -1,32 +1,30 @@
 #include "chimera/io/metrics.hpp"
 
-#include <fmt/format.h>
-
-#include <cmath>
+#include <nlohmann/json.hpp>
 
 #include "chimera/core/error.hpp"
+#include "chimera/io/json_line.hpp"
 #include "chimera/io/paths.hpp"
 
 namespace chimera::io {
 
-namespace {
-// JSON has no NaN or Infinity: a diverged loss is written as null rather than as invalid JSON.
-std::string number(double x) {
-  return std::isfinite(x) ? fmt::format("{}", x) : "null";
-}
-}  // namespace
-
+// The keys in the order DESIGN §5 lists them. A NaN or an infinity is written as null (JSON has
+// neither), so a diverged loss still makes a valid line.
 std::string to_json_line(const StepMetrics& m) {
-  std::string line = fmt::format(
-      "{{\"step\": {}, \"loss\": {}, \"lr\": {}, \"grad_norm\": {}, \"iter_ms\": {}, "
-      "\"tokens_per_s\": {}, \"bubble_ratio\": {}, \"core_wait_ratio\": {}, "
-      "\"peak_act_bytes\": {}, \"skipped\": {}, \"skipped_steps\": {}",
-      m.step, number(m.loss), number(m.lr), number(m.grad_norm), number(m.iter_ms),
-      number(m.tokens_per_s), number(m.bubble_ratio), number(m.core_wait_ratio), m.peak_act_bytes,
-      m.skipped, m.skipped_steps);
-  if (m.val_loss) line += fmt::format(", \"val_loss\": {}", number(*m.val_loss));
-  line += "}";
-  return line;
+  nlohmann::ordered_json j;
+  j["step"] = m.step;
+  j["loss"] = m.loss;
+  j["lr"] = m.lr;
+  j["grad_norm"] = m.grad_norm;
+  j["iter_ms"] = m.iter_ms;
+  j["tokens_per_s"] = m.tokens_per_s;
+  j["bubble_ratio"] = m.bubble_ratio;
+  j["core_wait_ratio"] = m.core_wait_ratio;
+  j["peak_act_bytes"] = m.peak_act_bytes;
+  j["skipped"] = m.skipped;
+  j["skipped_steps"] = m.skipped_steps;
+  if (m.val_loss) j["val_loss"] = *m.val_loss;
+  return json_object_line(j);
 }
 
 MetricsWriter::MetricsWriter(const std::string& path, bool append) : path_(path) {

@@ -17,12 +17,13 @@ Evaluator::Pass::Pass(schedule::Schedule s, const RunPlan& plan, const comm::Com
 
 Evaluator::Evaluator(const RunPlan& plan, model::GPT2Worker& worker, MessageStaging& staging,
                      const comm::Communicators& comms, comm::WaitPolicy wait_policy)
-    : plan_(plan), worker_(worker), comms_(comms), compute_(worker, staging) {
-  validation_ = std::make_unique<Pass>(schedule::forward_only(plan.schedule), plan, comms,
-                                       wait_policy, compute_);
-  generation_ = std::make_unique<Pass>(schedule::forward_one(plan.schedule), plan, comms,
-                                       wait_policy, compute_);
-  const auto& sched = validation_->schedule;
+    : plan_(plan),
+      worker_(worker),
+      comms_(comms),
+      wait_policy_(wait_policy),
+      compute_(worker, staging) {
+  // The validation schedule has the training schedule's micro-batches and pipes.
+  const auto& sched = plan.schedule;
   const int me = plan.topology.worker;
   for (int j = 0; j < sched.micro_batches; ++j) {
     const auto& place = sched.placement.at(static_cast<std::size_t>(sched.pipe_of[j]));
@@ -39,8 +40,18 @@ Evaluator::Evaluator(const RunPlan& plan, model::GPT2Worker& worker, MessageStag
 
 Evaluator::~Evaluator() = default;
 
+// Made on first use, which every rank of the group reaches together: the transport's setup is
+// collective, and a constructor that other ranks may never reach (one failed before) would hang.
+Evaluator::Pass& Evaluator::pass(std::unique_ptr<Pass>& pass,
+                                 schedule::Schedule (*make)(const schedule::Schedule&)) {
+  if (!pass)
+    pass = std::make_unique<Pass>(make(plan_.schedule), plan_, comms_, wait_policy_, compute_);
+  return *pass;
+}
+
 double Evaluator::evaluate() {
-  const auto& sched = validation_->schedule;
+  Pass& validation = pass(validation_, &schedule::forward_only);
+  const auto& sched = validation.schedule;
   const auto& topo = plan_.topology;
   const int split = sched.mb_split;
   const auto half = static_cast<std::ptrdiff_t>(plan_.schedule_mb_size);
@@ -62,7 +73,7 @@ double Evaluator::evaluate() {
       inputs.tokens[static_cast<std::size_t>(j)] = b.inputs.data();
       inputs.targets[static_cast<std::size_t>(j)] = b.targets.data();
     }
-    const IterationResult r = validation_->executor.run(e, inputs, 1.0F, nullptr, 0.0);
+    const IterationResult r = validation.executor.run(e, inputs, 1.0F, nullptr, 0.0);
     total[0] += r.loss_sum;
     total[1] += r.loss_count;
   }
@@ -73,7 +84,8 @@ double Evaluator::evaluate() {
 std::vector<std::int32_t> Evaluator::sample(std::span<const std::int32_t> prompt, int count,
                                             model::TokenSampler& sampler) {
   if (plan_.topology.replica != 0) return {};
-  const int last_worker = generation_->schedule.placement.front().back();
+  Pass& generation = pass(generation_, &schedule::forward_one);
+  const int last_worker = generation.schedule.placement.front().back();
   const model::Dims& dims = worker_.dims();
   const auto T = static_cast<std::size_t>(dims.T);
   const auto V = static_cast<std::size_t>(dims.V);
@@ -93,7 +105,7 @@ std::vector<std::int32_t> Evaluator::sample(std::span<const std::int32_t> prompt
       worker_.logits(slot, logits, static_cast<model::Index>(window.size() - 1));
       token = sampler.next(logits);
     });
-    generation_->executor.run(i, inputs, 1.0F, nullptr, 0.0);
+    generation.executor.run(i, inputs, 1.0F, nullptr, 0.0);
     compute_.set_at_last({});
     MPI_CHECK(MPI_Bcast(&token, 1, MPI_INT32_T, last_worker, comms_.pipeline()));
     sequence.push_back(token);

@@ -26,16 +26,16 @@ namespace chimera::runtime {
 
 class Evaluator {
  public:
-  // Collective over the world (each pipeline group sets up its transports). Opens the val split
-  // on the ranks that read data; InputError if it is missing or too short. Messages live where
-  // `staging` puts them (host memory, or GPU memory for CUDA-aware MPI).
+  // Opens the val split on the ranks that read data; InputError if it is missing or too short.
+  // Messages live where `staging` puts them (host memory, or GPU memory for CUDA-aware MPI).
   Evaluator(const RunPlan& plan, model::GPT2Worker& worker, MessageStaging& staging,
             const comm::Communicators& comms, comm::WaitPolicy wait_policy);
   ~Evaluator();
   Evaluator(const Evaluator&) = delete;
   Evaluator& operator=(const Evaluator&) = delete;
 
-  // Collective over the world: the mean validation loss (on every rank).
+  // Collective over the world: the mean validation loss (on every rank). The first call sets up
+  // the validation transport (collective over each pipeline group).
   double evaluate();
 
   // Continues `prompt` by `count` tokens with replica 0's pipeline group: for each new token,
@@ -58,9 +58,12 @@ class Evaluator {
          comm::WaitPolicy wait_policy, InferenceCompute& compute);
   };
 
+  Pass& pass(std::unique_ptr<Pass>& pass, schedule::Schedule (*make)(const schedule::Schedule&));
+
   const RunPlan& plan_;
   model::GPT2Worker& worker_;
   const comm::Communicators& comms_;
+  comm::WaitPolicy wait_policy_;
   InferenceCompute compute_;
   std::unique_ptr<Pass> validation_, generation_;
   std::optional<data::TokenDataset> dataset_;

@@ -39,19 +39,14 @@ std::string_view to_string(CudaAwareMpi a) {
 
 }  // namespace
 
-GpuPaths choose_gpu_paths(const std::string& messages, const std::string& allreduce,
-                          const GpuFacts& facts) {
-  CHIMERA_REQUIRE(messages == "auto" || messages == "device" || messages == "host",
-                  "runtime.messages = '{}': expected auto, device or host", messages);
-  CHIMERA_REQUIRE(allreduce == "auto" || allreduce == "nccl" || allreduce == "mpi",
-                  "runtime.allreduce = '{}': expected auto, nccl or mpi", allreduce);
+GpuPaths choose_gpu_paths(MessagesMode messages, AllreduceMode allreduce, const GpuFacts& facts) {
   GpuPaths p;
-  if (messages == "device") {
+  if (messages == MessagesMode::Device) {
     CHIMERA_REQUIRE(facts.cuda_aware_mpi != CudaAwareMpi::No,
                     "runtime.messages = 'device' needs CUDA-aware MPI, and this MPI library says "
                     "it is not: use runtime.messages = 'host' (or 'auto')");
     p.messages = MessagePath::Direct;
-  } else if (messages == "host") {
+  } else if (messages == MessagesMode::Host) {
     p.messages = MessagePath::HostStaged;
   } else {
     p.messages =
@@ -69,11 +64,11 @@ GpuPaths choose_gpu_paths(const std::string& messages, const std::string& allred
         "the schedule's ranks start their gradient sums in orders that could deadlock one "
         "NCCL stream";
   }
-  if (allreduce == "nccl") {
+  if (allreduce == AllreduceMode::Nccl) {
     CHIMERA_REQUIRE(no_nccl.empty(), "runtime.allreduce = 'nccl': {}; use 'mpi' or 'auto'",
                     no_nccl);
     p.sums = GradSumPath::Nccl;
-  } else if (allreduce == "mpi") {
+  } else if (allreduce == AllreduceMode::Mpi) {
     p.sums = mpi_path;
   } else {
     p.sums = no_nccl.empty() ? GradSumPath::Nccl : mpi_path;
@@ -81,8 +76,9 @@ GpuPaths choose_gpu_paths(const std::string& messages, const std::string& allred
   p.reason = fmt::format(
       "activations: {} (runtime.messages = {}, MPI {}); gradient sums: {} (runtime.allreduce = "
       "{}{})",
-      to_string(p.messages), messages, to_string(facts.cuda_aware_mpi), to_string(p.sums),
-      allreduce, no_nccl.empty() ? "" : fmt::format("; no NCCL: {}", no_nccl));
+      to_string(p.messages), chimera::to_string(messages), to_string(facts.cuda_aware_mpi),
+      to_string(p.sums), chimera::to_string(allreduce),
+      no_nccl.empty() ? "" : fmt::format("; no NCCL: {}", no_nccl));
   return p;
 }
 

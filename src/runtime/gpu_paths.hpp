@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "chimera/backend/backend.hpp"
+#include "chimera/core/config.hpp"
 #include "chimera/schedule/ir.hpp"
 #include "chimera/schedule/program.hpp"
 #include "message_staging.hpp"
@@ -39,8 +40,7 @@ struct GpuPaths {
 
 // runtime.messages (auto | device | host) and runtime.allreduce (auto | nccl | mpi) against the
 // facts. InputError for a request the facts rule out, naming the fact.
-GpuPaths choose_gpu_paths(const std::string& messages, const std::string& allreduce,
-                          const GpuFacts& facts);
+GpuPaths choose_gpu_paths(MessagesMode messages, AllreduceMode allreduce, const GpuFacts& facts);
 
 // What this MPI library says about CUDA-aware transfers (Open MPI's MPIX_Query_cuda_support, Cray
 // MPICH's MPICH_GPU_SUPPORT_ENABLED, MVAPICH2's MV2_USE_CUDA); Unknown when it says nothing.

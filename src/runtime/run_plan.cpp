@@ -10,16 +10,9 @@ RunPlan RunPlan::make(const Config& config, int world_size, int rank) {
   RunPlan p;
   p.config = config;
   const auto& par = config.parallel;
-  CHIMERA_REQUIRE(config.runtime.compute == "real" || config.runtime.compute == "emulate",
-                  "runtime.compute = '{}': expected 'real' or 'emulate'", config.runtime.compute);
-  p.emulate = config.runtime.compute == "emulate";
+  p.emulate = config.runtime.compute == ComputeMode::Emulate;
   CHIMERA_REQUIRE(!p.emulate || !config.runtime.cost.empty(),
                   "--compute emulate needs the op costs: --cost F:B (milliseconds), e.g. 10:20");
-  CHIMERA_REQUIRE(config.runtime.wait == "doorbell" || config.runtime.wait == "poll",
-                  "runtime.wait = '{}': expected 'doorbell' or 'poll'", config.runtime.wait);
-  // The backend itself (built or not, a GPU present or not) is checked when it is made.
-  CHIMERA_REQUIRE(config.runtime.backend == "cpu" || config.runtime.backend == "cuda",
-                  "runtime.backend = '{}': expected 'cpu' or 'cuda'", config.runtime.backend);
 
   schedule::ScheduleRequest req;
   req.scheme = par.scheme;

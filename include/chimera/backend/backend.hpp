@@ -17,6 +17,8 @@
 #include <string_view>
 #include <vector>
 
+#include "chimera/core/config.hpp"
+
 namespace chimera::backend {
 
 using Index = std::int64_t;
@@ -187,8 +189,8 @@ class Backend {
 // The backends of this build: "cpu", and "cuda" when it was built with CUDA.
 std::vector<std::string> available_backends();
 
-// A backend by name (runtime.backend). An unknown or unbuilt name, or a precision the backend
-// does not have, is an InputError that names the choices.
-std::unique_ptr<Backend> make_backend(std::string_view name, const BackendOptions& options = {});
+// The backend of runtime.backend. One this build lacks, or a precision the backend does not have,
+// is an InputError that names the choices.
+std::unique_ptr<Backend> make_backend(BackendKind kind, const BackendOptions& options = {});
 
 }  // namespace chimera::backend

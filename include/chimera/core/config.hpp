@@ -10,6 +10,30 @@
 
 namespace chimera {
 
+// The keys whose value is one of a few words. The TOML and `--set` spelling of each value is its
+// to_string; parse_enum<E> reads that spelling once, when the config is read, and anything else
+// is an InputError naming the key and the allowed words.
+enum class ComputeMode { Real, Emulate };        // runtime.compute: real | emulate
+enum class WaitMode { Doorbell, Poll };          // runtime.wait: doorbell | poll
+enum class BackendKind { Cpu, Cuda };            // runtime.backend: cpu | cuda
+enum class MessagesMode { Auto, Device, Host };  // runtime.messages: auto | device | host
+enum class AllreduceMode { Auto, Nccl, Mpi };    // runtime.allreduce: auto | nccl | mpi
+enum class NonfinitePolicy { Stop, Skip };       // train.on_nonfinite: stop | skip
+enum class SaveErrorPolicy { Stop, Warn };       // checkpoint.on_save_error: stop | warn
+
+std::string_view to_string(ComputeMode v);
+std::string_view to_string(WaitMode v);
+std::string_view to_string(BackendKind v);
+std::string_view to_string(MessagesMode v);
+std::string_view to_string(AllreduceMode v);
+std::string_view to_string(NonfinitePolicy v);
+std::string_view to_string(SaveErrorPolicy v);
+
+// The value spelled `text`, or an InputError such as "runtime.wait = 'x': expected 'doorbell' or
+// 'poll'". Defined for the enums above.
+template <typename E>
+E parse_enum(std::string_view text);
+
 struct ModelConfig {
   int n_layer = 4;
   int n_embd = 256;
@@ -47,18 +71,20 @@ struct TrainConfig {
   double eps = 1e-8;
   double grad_clip = 1.0;  // global-norm clip; 0 disables
   std::int64_t seed = 1337;
-  int eval_every = 0;                 // validation loss every K steps (0 = never)
-  int eval_batches = 4;               // global batches of the val split per evaluation
-  std::string on_nonfinite = "stop";  // non-finite loss or gradient norm: stop | skip the update
-  int max_skipped_steps = 10;         // skip: stop after this many consecutive skipped steps
+  int eval_every = 0;          // validation loss every K steps (0 = never)
+  int eval_batches = 4;        // global batches of the val split per evaluation
+  int max_skipped_steps = 10;  // skip: stop after this many consecutive skipped steps
+  // A non-finite loss or gradient norm: stop, or skip the update.
+  NonfinitePolicy on_nonfinite = NonfinitePolicy::Stop;
 };
 
 struct CheckpointConfig {
-  std::string dir;                     // save directory ("" = no checkpoints)
-  int every = 0;                       // save every K steps (0 = only at the end when dir is set)
-  int keep = 3;                        // keep the last K checkpoints
-  std::string on_save_error = "stop";  // a failed save: stop (status 1) | warn and go on
-  double save_timeout_s = 600.0;       // a save still running after this ends the job (0 = off)
+  std::string dir;                // save directory ("" = no checkpoints)
+  int every = 0;                  // save every K steps (0 = only at the end when dir is set)
+  int keep = 3;                   // keep the last K checkpoints
+  double save_timeout_s = 600.0;  // a save still running after this ends the job (0 = off)
+  // A failed save: stop (status 1), or warn and go on.
+  SaveErrorPolicy on_save_error = SaveErrorPolicy::Stop;
 };
 
 struct LogConfig {
@@ -71,13 +97,15 @@ struct LogConfig {
 };
 
 struct RuntimeConfig {
-  std::string backend = "cpu";     // cpu | cuda
-  std::string precision = "fp32";  // fp32 | bf16 | tf32 (cuda)
-  std::string messages = "auto";   // cuda: auto | device (CUDA-aware MPI) | host (staging)
-  std::string allreduce = "auto";  // cuda: auto | nccl | mpi
-  std::string compute = "real";    // real | emulate
-  std::string cost;                // emulate: "F:B[:W]" milliseconds per stage op
-  std::string wait = "doorbell";   // doorbell (sleep until a peer on the node rings) | poll
+  BackendKind backend = BackendKind::Cpu;
+  // The CUDA backend's GEMM arithmetic: fp32 | bf16 | tf32. A string, as the backend names it.
+  std::string precision = "fp32";
+  MessagesMode messages = MessagesMode::Auto;     // cuda: device (CUDA-aware MPI) | host (staged)
+  AllreduceMode allreduce = AllreduceMode::Auto;  // cuda: nccl | mpi
+  ComputeMode compute = ComputeMode::Real;
+  std::string cost;  // emulate: "F:B[:W]" milliseconds per stage op
+  // doorbell: a waiting rank sleeps until a peer on its node rings; poll: in short slices.
+  WaitMode wait = WaitMode::Doorbell;
   double watchdog_s = 0.0;  // a rank waiting longer than this in one op ends the job (0 = off)
 };
 

@@ -121,7 +121,7 @@ class CudaBackend final : public Backend {
   std::uint64_t last_ticket_ = 0, finished_through_ = 0;
 };
 
-// The backend for make_backend("cuda") (backend.cpp finds it through a weak symbol).
+// The backend for make_backend(BackendKind::Cuda) (backend.cpp finds it through a weak symbol).
 std::unique_ptr<Backend> make_cuda_backend(const BackendOptions& options);
 
 }  // namespace chimera::backend::cuda

@@ -17,7 +17,7 @@ namespace {
 bool every_rank_has_a_gpu(std::string& why) {
   int have = 1;
   try {
-    backend::make_backend("cuda");
+    backend::make_backend(BackendKind::Cuda);
   } catch (const InputError& e) {
     why = e.what();
     have = 0;
@@ -32,7 +32,7 @@ TEST(CudaTrain, WithoutAGpuEveryRankRefusesWithOneInputError) {
   const std::string dir = job_temp_dir("cuda-refuse");
   write_test_dataset(dir + "/tokens.h5", 2048, 3);
   Config cfg = tiny_config(dir + "/tokens.h5", "gpipe", world_size(), world_size(), 2);
-  cfg.runtime.backend = "cuda";
+  cfg.runtime.backend = BackendKind::Cuda;
   try {
     train(cfg, MPI_COMM_WORLD);
     ADD_FAILURE() << "runtime.backend = cuda trained without a GPU";
@@ -56,9 +56,9 @@ TEST(CudaTrain, LossesAndWeightsMatchTheCpuBackend) {
   for (const auto& [messages, allreduce] :
        {std::pair{"auto", "auto"}, {"host", "mpi"}, {"auto", "nccl"}}) {
     Config cfg = cpu_cfg;
-    cfg.runtime.backend = "cuda";
-    cfg.runtime.messages = messages;
-    cfg.runtime.allreduce = allreduce;
+    cfg.runtime.backend = BackendKind::Cuda;
+    cfg.runtime.messages = parse_enum<MessagesMode>(messages);
+    cfg.runtime.allreduce = parse_enum<AllreduceMode>(allreduce);
     if (std::string(allreduce) == "nccl" && d > 1) continue;  // one GPU here: NCCL refuses sharing
     const auto gpu = train(cfg, MPI_COMM_WORLD);
     const std::string what = std::string("messages=") + messages + " allreduce=" + allreduce;

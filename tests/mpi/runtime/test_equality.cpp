@@ -35,7 +35,7 @@ void expect_equal_to_single_process(const Case& c, int d) {
   cfg.parallel.variant = c.variant.empty() ? "direct" : c.variant;
   cfg.parallel.pipes = c.pipes;
   cfg.parallel.virtual_stages = c.virtual_stages;
-  cfg.runtime.wait = c.wait;
+  cfg.runtime.wait = parse_enum<WaitMode>(c.wait);
   const auto pipelined = train(cfg, MPI_COMM_WORLD);
 
   // The reference: one process, no pipeline, the same W*N*B samples per step.

@@ -21,7 +21,7 @@ TEST(Overlap, EagerAllreduceStartsBeforeTheLastBackward) {
   if (world_size() != 4) GTEST_SKIP() << "needs 4 ranks (Chimera D = 4)";
   const std::string dir = job_temp_dir("overlap");
   Config cfg = tiny_config("", "chimera", 4, 4, 2);
-  cfg.runtime.compute = "emulate";
+  cfg.runtime.compute = ComputeMode::Emulate;
   cfg.runtime.cost = "4:8";
   cfg.train.steps = 2;
   cfg.log.trace = dir + "/trace.json";

@@ -59,7 +59,7 @@ void expect_thread_independent(const Kernel& kernel) {
 
 class CpuKernels : public ::testing::Test {
  protected:
-  std::unique_ptr<Backend> be_ = make_backend("cpu");
+  std::unique_ptr<Backend> be_ = make_backend(BackendKind::Cpu);
 };
 
 // --- GEMM ------------------------------------------------------------------------------------
@@ -463,7 +463,7 @@ TEST_F(CpuKernels, KernelsAreThreadIndependent) {
 }
 
 TEST(Backend, UnknownBackendIsInputError) {
-  EXPECT_THROW(make_backend("tpu"), InputError);
+  EXPECT_THROW(parse_enum<BackendKind>("tpu"), InputError);
 }
 
 }  // namespace

@@ -52,7 +52,7 @@ std::unique_ptr<Backend> try_cuda(const std::string& precision, std::string& why
   try {
     BackendOptions options;
     options.precision = precision;
-    return make_backend("cuda", options);
+    return make_backend(BackendKind::Cuda, options);
   } catch (const InputError& e) {
     why = e.what();
     return nullptr;
@@ -98,7 +98,7 @@ class CudaVsCpu : public ::testing::Test {
   void expect_same(const Twin<float>& x, double tol, const std::string& what) {
     expect_close(x.read_gpu(), x.read_cpu(), tol, what);
   }
-  std::unique_ptr<Backend> cpu_ = make_backend("cpu");
+  std::unique_ptr<Backend> cpu_ = make_backend(BackendKind::Cpu);
   std::unique_ptr<Backend> gpu_;
   std::string why_;
 };
@@ -269,7 +269,7 @@ TEST(CudaPrecision, Bf16AndTf32GemmsWithinTheirTolerances) {
   std::string why;
   auto fp32 = try_cuda("fp32", why);
   CHIMERA_SKIP_WITHOUT_GPU(fp32, why);
-  auto cpu = make_backend("cpu");
+  auto cpu = make_backend(BackendKind::Cpu);
   const int m = 64, n = 64, k = 256;
   for (const auto& [precision, tol] : {std::pair{"bf16", kBf16GemmTol}, {"tf32", kTf32GemmTol}}) {
     auto fast = try_cuda(precision, why);
@@ -334,7 +334,7 @@ TEST(CudaTraining, OneStepLossAndGradientsMatchTheCpu) {
   std::string why;
   auto gpu = try_cuda("fp32", why);
   CHIMERA_SKIP_WITHOUT_GPU(gpu, why);
-  auto cpu = make_backend("cpu");
+  auto cpu = make_backend(BackendKind::Cpu);
   const StepResult expected = train_step(*cpu);
   const StepResult actual = train_step(*gpu);
   EXPECT_NEAR(actual.loss, expected.loss, kFp32Tol * expected.loss);

@@ -113,6 +113,61 @@ TEST(Config, WrongTypesAreInputErrors) {
   EXPECT_THROW(Config::from_file("/nonexistent/run.toml"), InputError);
 }
 
+TEST(Config, WordKeysAreReadOnceAndWrittenAsTheyAreSpelled) {
+  auto c = Config::from_toml(R"(
+[runtime]
+compute = "emulate"
+wait = "poll"
+messages = "host"
+allreduce = "nccl"
+[train]
+on_nonfinite = "skip"
+)");
+  EXPECT_EQ(c.runtime.compute, ComputeMode::Emulate);
+  EXPECT_EQ(c.runtime.wait, WaitMode::Poll);
+  EXPECT_EQ(c.runtime.backend, BackendKind::Cpu);  // default
+  EXPECT_EQ(c.runtime.messages, MessagesMode::Host);
+  EXPECT_EQ(c.runtime.allreduce, AllreduceMode::Nccl);
+  EXPECT_EQ(c.train.on_nonfinite, NonfinitePolicy::Skip);
+  c.set("checkpoint.on_save_error=warn");
+  c.set("runtime.backend='cuda'");
+  EXPECT_EQ(c.checkpoint.on_save_error, SaveErrorPolicy::Warn);
+  EXPECT_EQ(c.runtime.backend, BackendKind::Cuda);
+  const std::string text = c.to_toml();
+  EXPECT_NE(text.find("compute = \"emulate\""), std::string::npos) << text;
+  EXPECT_NE(text.find("on_save_error = \"warn\""), std::string::npos) << text;
+  EXPECT_EQ(Config::from_toml(text).to_toml(), text);
+  EXPECT_EQ(to_string(AllreduceMode::Mpi), "mpi");
+  EXPECT_EQ(parse_enum<MessagesMode>("device"), MessagesMode::Device);
+}
+
+TEST(Config, AWordNoKeyTakesNamesTheKeyAndTheWords) {
+  auto message = [](auto&& f) {
+    try {
+      f();
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  Config c;
+  EXPECT_EQ(message([&] { c.set("runtime.compute=fake"); }),
+            "runtime.compute = 'fake': expected 'real' or 'emulate'");
+  EXPECT_EQ(message([&] { c.set("runtime.wait=spin"); }),
+            "runtime.wait = 'spin': expected 'doorbell' or 'poll'");
+  EXPECT_EQ(message([&] { c.set("runtime.backend=tpu"); }),
+            "runtime.backend = 'tpu': expected 'cpu' or 'cuda'");
+  EXPECT_EQ(message([&] { c.set("runtime.messages=gpu"); }),
+            "runtime.messages = 'gpu': expected auto, device or host");
+  EXPECT_EQ(message([&] { c.set("runtime.allreduce=gloo"); }),
+            "runtime.allreduce = 'gloo': expected auto, nccl or mpi");
+  EXPECT_EQ(message([] { Config::from_toml("[train]\non_nonfinite = \"ignore\"\n"); }),
+            "train.on_nonfinite = 'ignore': use stop or skip");
+  EXPECT_EQ(message([] { Config::from_toml("[checkpoint]\non_save_error = \"retry\"\n"); }),
+            "checkpoint.on_save_error = 'retry': use stop or warn");
+  EXPECT_THROW(Config::from_toml("[runtime]\ncompute = 1\n"), InputError);  // not a string
+}
+
 TEST(Config, ClosestMatch) {
   EXPECT_EQ(closest_match("gpip", {"gpipe", "1f1b", "chimera"}), "gpipe");
   EXPECT_EQ(closest_match("zzzzzzzz", {"gpipe", "1f1b"}), "");

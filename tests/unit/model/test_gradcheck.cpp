@@ -60,7 +60,7 @@ void check_gradient(const std::string& what, Vec& x, const Vec& analytic,
 
 class GradCheck : public ::testing::Test {
  protected:
-  std::unique_ptr<backend::Backend> be_ = backend::make_backend("cpu");
+  std::unique_ptr<backend::Backend> be_ = backend::make_backend(BackendKind::Cpu);
   Dims d_{2, 5, 16, 2, 23, 128};  // B, T, C, H, V, Vp
 };
 

@@ -131,7 +131,7 @@ TEST(Init, DistributionsOfGPT2) {
 }
 
 TEST(Init, IdenticalWeightsForEveryPartition) {
-  auto be = backend::make_backend("cpu");
+  auto be = backend::make_backend(BackendKind::Cpu);
   const GPT2Config c = tiny_config(4);
   const GPT2Worker::Options options{1, 8, false};
   GPT2Worker whole(*be, c, StagePartition({4}), {0}, options);

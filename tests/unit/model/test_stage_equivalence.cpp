@@ -131,7 +131,7 @@ class StageEquivalence : public ::testing::Test {
 
   static constexpr int kB = 2;
   static constexpr int kT = 12;
-  std::unique_ptr<backend::Backend> be_ = backend::make_backend("cpu");
+  std::unique_ptr<backend::Backend> be_ = backend::make_backend(BackendKind::Cpu);
   GPT2Config config_;
   std::vector<std::int32_t> tokens_, targets_;
 };

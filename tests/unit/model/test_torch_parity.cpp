@@ -52,7 +52,7 @@ class TorchParity : public ::testing::Test {
     return std::span<const std::int32_t>(all).subspan(static_cast<std::size_t>(step) * n, n);
   }
 
-  std::unique_ptr<backend::Backend> backend_ = backend::make_backend("cpu");
+  std::unique_ptr<backend::Backend> backend_ = backend::make_backend(BackendKind::Cpu);
   FixtureFile file_;
   GPT2Config config_;
   int B_ = 0, T_ = 0;

@@ -27,7 +27,7 @@ class Worker : public ::testing::Test {
   }
 
   static constexpr int kB = 3, kT = 8;
-  std::unique_ptr<backend::Backend> be_ = backend::make_backend("cpu");
+  std::unique_ptr<backend::Backend> be_ = backend::make_backend(BackendKind::Cpu);
   GPT2Config config_;
   std::vector<std::int32_t> ids_;
 };

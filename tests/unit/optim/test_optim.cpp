@@ -56,7 +56,7 @@ TEST(Clip, TorchClipGradNormFactor) {
 }
 
 TEST(AdamW, ThreeStepsMatchTorchFormulasWithDecayMaskAndGaps) {
-  auto be = backend::make_backend("cpu");
+  auto be = backend::make_backend(BackendKind::Cpu);
   const AdamWConfig c{0.9, 0.95, 1e-8, 0.1};
   const std::size_t n = 100;
   // [0, 40) decays, [40, 48) is an alignment gap, [48, 100) does not decay.
@@ -106,7 +106,7 @@ TEST(AdamW, ArgsAreBiasCorrected) {
 }
 
 TEST(Clip, SumOfSquares) {
-  auto be = backend::make_backend("cpu");
+  auto be = backend::make_backend(BackendKind::Cpu);
   const std::vector<float> g{3.0F, 4.0F, -12.0F};
   EXPECT_EQ(sum_of_squares(*be, g.data(), g.size()), 169.0);
 }

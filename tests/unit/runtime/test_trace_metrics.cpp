@@ -47,6 +47,21 @@ TEST(Metrics, OneValidJsonObjectPerLineWithTheContractKeys) {
   EXPECT_DOUBLE_EQ(k["val_loss"].get<double>(), 2.5);
 }
 
+// Scripts read these lines as text too (jobscripts/lib/study.sh splits on `"iter_ms": `): the
+// keys keep DESIGN's order and the layout its spaces.
+TEST(Metrics, KeysInTheDesignOrderWithTheirSpaces) {
+  StepMetrics m;
+  m.step = 3;
+  m.loss = 2.0;
+  m.iter_ms = 12.5;
+  m.core_wait_ratio = std::numeric_limits<double>::infinity();
+  m.val_loss = 1.5;
+  EXPECT_EQ(to_json_line(m),
+            "{\"step\": 3, \"loss\": 2.0, \"lr\": 0.0, \"grad_norm\": 0.0, \"iter_ms\": 12.5, "
+            "\"tokens_per_s\": 0.0, \"bubble_ratio\": 0.0, \"core_wait_ratio\": null, "
+            "\"peak_act_bytes\": 0, \"skipped\": false, \"skipped_steps\": 0, \"val_loss\": 1.5}");
+}
+
 TEST(Metrics, AppendKeepsEarlierSteps) {
   const auto path = std::filesystem::temp_directory_path() / "chimera_metrics_test.jsonl";
   {

@@ -1,0 +1,177 @@
+#include "run_compute.hpp"
+
+#include <fmt/format.h>
+
+#include "chimera/backend/backend.hpp"
+#include "chimera/comm/agreement.hpp"
+#include "chimera/core/error.hpp"
+#include "chimera/core/log.hpp"
+#include "chimera/model/activations.hpp"
+#include "chimera/model/worker.hpp"
+#include "emulated_compute.hpp"
+#include "gpu_paths.hpp"
+#include "grad_sums.hpp"
+#include "message_staging.hpp"
+#include "model_compute.hpp"
+
+namespace chimera::runtime {
+
+namespace {
+
+// GPT-2 stages on a backend, with their trainable state.
+class RealCompute final : public RunCompute {
+ public:
+  RealCompute(const RunPlan& plan, MPI_Comm world, const comm::Communicators& comms,
+              comm::WaitPolicy wait_policy, const comm::NodeLocalRank& local_rank, int rank)
+      : plan_(plan) {
+    setup_backend(world, comms, local_rank);
+    comm::all_or_none(world, [&] { setup_stages(comms, wait_policy, rank); });
+  }
+
+  StageCompute& stages() override { return *compute_; }
+  comm::SumFactory sum_factory() override {
+    if (!grad_sums_) return {};
+    return [sums = grad_sums_.get()](const comm::GradBuffer& g, MPI_Comm comm) {
+      return sums->make(g, comm);
+    };
+  }
+  std::string describe() const override { return std::string(to_string(ComputeMode::Real)); }
+  // A transformer layer's backward is about twice its forward.
+  schedule::Costs bubble_costs() const override {
+    return schedule::Costs::forward_backward(1.0, 2.0);
+  }
+  std::optional<double> predicted_ms() const override { return std::nullopt; }
+  double local_grad_squares() override { return state_->local_grad_squares(); }
+  void optimizer_step(int update, double lr, double grad_scale) override {
+    state_->optimizer_step(update, lr, grad_scale);
+  }
+  std::vector<int> nonfinite_grad_stages() const override {
+    return state_->nonfinite_grad_stages();
+  }
+  TrainState& state() override { return *state_; }
+  std::optional<std::vector<float>> host_tensor(const std::string& name) const override {
+    return state_->host_tensor(name);
+  }
+  Validation* validation() override { return validation_ ? &*validation_ : nullptr; }
+
+ private:
+  // The backend on every rank (agreed: a rank without a GPU fails them all), then, for a GPU
+  // backend, the paths of messages and gradient sums from every rank's facts (docs/cuda.md).
+  void setup_backend(MPI_Comm world, const comm::Communicators& comms,
+                     const comm::NodeLocalRank& local_rank) {
+    const Config& config = plan_.config;
+    backend::BackendOptions options;
+    options.precision = config.runtime.precision;
+    options.local_rank = local_rank.rank;
+    comm::all_or_none(world,
+                      [&] { backend_ = backend::make_backend(config.runtime.backend, options); });
+    if (!backend_->host_memory()) {
+      const GpuFacts facts = gather_gpu_facts(world, *backend_, plan_.schedule, plan_.program);
+      comm::all_or_none(world, [&] {
+        paths_ = choose_gpu_paths(config.runtime.messages, config.runtime.allreduce, facts);
+      });
+      log::info("{}", backend_->description());
+      log::info("{}", paths_.reason);
+      grad_sums_ = std::make_unique<GradSums>(*backend_, paths_.sums, comms, plan_.topology);
+    }
+  }
+
+  void setup_stages(const comm::Communicators& comms, comm::WaitPolicy wait_policy, int rank) {
+    const Config& config = plan_.config;
+    worker_ = std::make_unique<model::GPT2Worker>(
+        *backend_, plan_.model, plan_.partition, plan_.topology.held,
+        model::GPT2Worker::Options{plan_.schedule_mb_size, plan_.seq_len,
+                                   config.parallel.recompute});
+    worker_->init_parameters(static_cast<std::uint64_t>(config.train.seed));
+    staging_.emplace(*backend_, paths_.messages, worker_->message_floats());
+    compute_ = std::make_unique<ModelCompute>(*worker_, *staging_);
+    state_.emplace(plan_, *backend_, *worker_, comms);
+    if (config.train.eval_every > 0) {
+      validation_.emplace(plan_, *worker_, *staging_, comms, wait_policy, rank);
+    }
+  }
+
+  const RunPlan& plan_;
+  std::unique_ptr<backend::Backend> backend_;
+  GpuPaths paths_;  // direct messages, MPI_Iallreduce: a host-memory backend's paths
+  std::unique_ptr<GradSums> grad_sums_;  // GPU backends only
+  std::unique_ptr<model::GPT2Worker> worker_;
+  std::optional<MessageStaging> staging_;
+  std::unique_ptr<ModelCompute> compute_;
+  std::optional<TrainState> state_;
+  std::optional<Validation> validation_;
+};
+
+model::Dims dims_of(const RunPlan& plan) {
+  const auto& m = plan.model;
+  return model::Dims{plan.schedule_mb_size, plan.seq_len,       m.n_embd, m.n_head,
+                     m.vocab_size,          m.padded_vocab_size};
+}
+
+std::unique_ptr<EmulatedCompute> make_emulated(const RunPlan& plan) {
+  const model::ParameterLayout layout(plan.model, plan.partition);
+  const auto dims = dims_of(plan);
+  const int last = plan.schedule.stages - 1;
+  std::vector<EmulatedStage> held;
+  for (const int s : plan.topology.held) {
+    const model::StageShape shape{plan.partition.num_blocks(s), s == 0, s == last};
+    held.push_back(EmulatedStage{s, layout.stage_floats(s),
+                                 static_cast<std::int64_t>(model::activation_bytes_formula(
+                                     dims, shape, plan.config.parallel.recompute))});
+  }
+  return std::make_unique<EmulatedCompute>(
+      schedule::Costs::parse(plan.config.runtime.cost),
+      schedule::work_per_micro_batch(plan.schedule), static_cast<std::size_t>(dims.N() * dims.C),
+      std::move(held), layout.tied_floats(), plan.topology.holds_tied());
+}
+
+// Timed waits of runtime.cost in place of the stages; real messages and allreduces, no weights.
+class EmulatedRunCompute final : public RunCompute {
+ public:
+  EmulatedRunCompute(const RunPlan& plan, MPI_Comm world) : plan_(plan) {
+    comm::all_or_none(world, [&] { compute_ = make_emulated(plan); });
+  }
+
+  StageCompute& stages() override { return *compute_; }
+  std::string describe() const override {
+    return fmt::format("{} (cost {} ms)", to_string(ComputeMode::Emulate),
+                       plan_.config.runtime.cost);
+  }
+  schedule::Costs bubble_costs() const override {
+    return schedule::Costs::parse(plan_.config.runtime.cost);
+  }
+  // The simulator's iteration time for the emulated costs (no network term).
+  std::optional<double> predicted_ms() const override {
+    auto costs = schedule::Costs::parse(plan_.config.runtime.cost);
+    costs.data_parallel = plan_.topology.replicas;
+    return schedule::simulate(plan_.schedule, costs).iteration_time;
+  }
+  double local_grad_squares() override { return 0.0; }
+  void optimizer_step(int /*update*/, double /*lr*/, double /*grad_scale*/) override {}
+  std::vector<int> nonfinite_grad_stages() const override { return {}; }
+  TrainState& state() override {
+    throw Error("--compute emulate has no weights: nothing to save or load");
+  }
+  std::optional<std::vector<float>> host_tensor(const std::string& /*name*/) const override {
+    return std::nullopt;
+  }
+  Validation* validation() override { return nullptr; }
+
+ private:
+  const RunPlan& plan_;
+  std::unique_ptr<EmulatedCompute> compute_;
+};
+
+}  // namespace
+
+std::unique_ptr<RunCompute> RunCompute::make(const RunPlan& plan, MPI_Comm world,
+                                             const comm::Communicators& comms,
+                                             comm::WaitPolicy wait_policy,
+                                             const comm::NodeLocalRank& local_rank, int rank) {
+  if (plan.config.runtime.compute == ComputeMode::Emulate) {
+    return std::make_unique<EmulatedRunCompute>(plan, world);
+  }
+  return std::make_unique<RealCompute>(plan, world, comms, wait_policy, local_rank, rank);
+}
+
+}  // namespace chimera::runtime

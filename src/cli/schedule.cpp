@@ -8,7 +8,9 @@
 #include "chimera/schedule/json.hpp"
 #include "chimera/schedule/lower.hpp"
 #include "chimera/schedule/render.hpp"
+#include "chimera/schedule/schedule_file.hpp"
 #include "chimera/schedule/simulate.hpp"
+#include "chimera/schedule/torch_csv.hpp"
 #include "commands.hpp"
 
 namespace chimera::cli {
@@ -21,6 +23,7 @@ struct ScheduleOptions {
   double allreduce = 0;   // time to move one stage's gradient once (Rabenseifner: 2(r-1)/r of it)
   int data_parallel = 1;  // W: replicas of the pipeline group
   std::string format = "grid";
+  std::string from_csv;  // a PyTorch compute-only CSV to read instead of generating
   bool compare = false;
 };
 
@@ -45,7 +48,14 @@ int run_schedule(const ScheduleOptions& o, bool micro_batches_given) {
   costs.beta = 1;
   costs.stage_grad_bytes = o.allreduce;
   costs.data_parallel = o.data_parallel;
-  const schedule::Schedule s = schedule::make_schedule(request);
+  const schedule::Schedule s =
+      o.from_csv.empty()
+          ? schedule::make_schedule(request)
+          : schedule::read_schedule_file(o.from_csv, schedule::ScheduleFileFormat::TorchCsv);
+  if (o.format == "torch-csv") {
+    std::fputs(schedule::schedule_to_torch_csv(s).c_str(), stdout);
+    return 0;
+  }
   if (o.format == "json") {
     const schedule::Program program = schedule::lower(s);
     std::fputs(schedule::schedule_to_json(s, &program).c_str(), stdout);
@@ -72,21 +82,26 @@ Run add_schedule_command(CLI::App& app) {
       "  chimera schedule --scheme chimera -D 4 -N 4\n"
       "  chimera schedule --scheme chimera -D 8 -N 32 --variant halving --cost 1:2\n"
       "  chimera schedule -D 8 -N 16 --compare\n"
-      "  chimera schedule --scheme 1f1b -D 4 -N 8 --format svg > 1f1b.svg");
+      "  chimera schedule --scheme 1f1b -D 4 -N 8 --format svg > 1f1b.svg\n"
+      "  chimera schedule --scheme zb-h1 -D 4 -N 8 --format torch-csv > zb.csv\n"
+      "  chimera schedule --from-csv zb.csv --format grid");
   auto& r = options->request;
-  sub->add_option("--scheme", r.scheme,
-                  "gpipe, 1f1b, gems, interleaved, chimera or zb-h1 (default chimera)");
-  sub->add_option("-D,--stages", r.stages, "D: pipeline stages = workers of one group (default 4)");
+  auto* scheme = sub->add_option(
+      "--scheme", r.scheme, "gpipe, 1f1b, gems, interleaved, chimera or zb-h1 (default chimera)");
+  auto* stages = sub->add_option("-D,--stages", r.stages,
+                                 "D: pipeline stages = workers of one group (default 4)");
   auto* micro_batches = sub->add_option("-N,--micro-batches", r.micro_batches,
                                         "N: micro-batches per iteration (default D)");
-  sub->add_option("--variant", r.variant,
-                  "chimera: direct (N = kD, units concatenated), doubling (a forward op covers "
-                  "two micro-batches) or halving (half micro-batches; forwards cover two halves). "
-                  "Default direct");
-  sub->add_option("--pipes", r.pipes,
-                  "chimera: number of pipelines 2f (f down + f up, f must divide D/2). Default 2");
-  sub->add_option("--virtual", r.virtual_stages,
-                  "interleaved: v model stages per worker, v >= 2 (default 2)");
+  auto* variant = sub->add_option(
+      "--variant", r.variant,
+      "chimera: direct (N = kD, units concatenated), doubling (a forward op covers "
+      "two micro-batches) or halving (half micro-batches; forwards cover two halves). "
+      "Default direct");
+  auto* pipes = sub->add_option(
+      "--pipes", r.pipes,
+      "chimera: number of pipelines 2f (f down + f up, f must divide D/2). Default 2");
+  auto* virtual_stages = sub->add_option(
+      "--virtual", r.virtual_stages, "interleaved: v model stages per worker, v >= 2 (default 2)");
   sub->add_option("--cost", options->cost,
                   "op costs F:B or F:B:W for the simulation (grid, csv, svg), per micro-batch "
                   "through 1/D of the model. A doubled forward costs 2F, a halved backward B/2; "
@@ -100,11 +115,26 @@ Run add_schedule_command(CLI::App& app) {
                   "over W x (workers holding it) replicas (default 1)");
   sub->add_option("--format", options->format,
                   "grid (paper-style worker x time table with statistics), json (the schedule, "
-                  "DESIGN §3), csv (one row per worker), svg (Gantt chart). Default grid")
-      ->check(CLI::IsMember({"grid", "json", "csv", "svg"}));
+                  "DESIGN §3), csv (one row per worker), svg (Gantt chart), torch-csv (PyTorch's "
+                  "compute-only schedule CSV: one row per rank, actions like 0F0, 1B2; only "
+                  "schedules with each stage on one worker). Default grid")
+      ->check(CLI::IsMember({"grid", "json", "csv", "svg", "torch-csv"}));
+  auto* from_csv =
+      sub->add_option(
+             "--from-csv", options->from_csv,
+             "read the schedule from PyTorch's compute-only CSV (torch.distributed."
+             "pipelining _dump_csv) instead of generating it; it is verified, then printed "
+             "in --format")
+          ->excludes(scheme)
+          ->excludes(stages)
+          ->excludes(micro_batches)
+          ->excludes(variant)
+          ->excludes(pipes)
+          ->excludes(virtual_stages);
   sub->add_flag("--compare", options->compare,
                 "print one table over all schemes for -D and -N instead: makespan and bubble "
-                "ratio with F = B and with B = 2F, peak activations, weight copies");
+                "ratio with F = B and with B = 2F, peak activations, weight copies")
+      ->excludes(from_csv);
   return [options, micro_batches]() { return run_schedule(*options, micro_batches->count() > 0); };
 }
 

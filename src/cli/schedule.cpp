@@ -11,6 +11,7 @@
 #include "chimera/schedule/schedule_file.hpp"
 #include "chimera/schedule/simulate.hpp"
 #include "chimera/schedule/torch_csv.hpp"
+#include "chimera/schedule/verify.hpp"
 #include "commands.hpp"
 
 namespace chimera::cli {
@@ -23,7 +24,8 @@ struct ScheduleOptions {
   double allreduce = 0;   // time to move one stage's gradient once (Rabenseifner: 2(r-1)/r of it)
   int data_parallel = 1;  // W: replicas of the pipeline group
   std::string format = "grid";
-  std::string from_csv;  // a PyTorch compute-only CSV to read instead of generating
+  std::string from_csv;   // a PyTorch compute-only CSV to read instead of generating
+  std::string semantics;  // eager | rendezvous: check deadlock freedom under it, print the verdict
   bool compare = false;
 };
 
@@ -52,6 +54,18 @@ int run_schedule(const ScheduleOptions& o, bool micro_batches_given) {
       o.from_csv.empty()
           ? schedule::make_schedule(request)
           : schedule::read_schedule_file(o.from_csv, schedule::ScheduleFileFormat::TorchCsv);
+  if (!o.semantics.empty()) {
+    const auto sem =
+        o.semantics == "eager" ? schedule::Semantics::Eager : schedule::Semantics::Rendezvous;
+    const schedule::VerifyResult r = schedule::check(s, sem);
+    if (!r.ok) throw InputError(fmt::format("{} schedule: {}", s.scheme, r.problem));
+    std::fputs(fmt::format("ok: the {} schedule (D={}, N={}) is complete and deadlock-free with "
+                           "{} sends\n",
+                           s.scheme, s.workers, s.micro_batches, schedule::semantics_name(sem))
+                   .c_str(),
+               stdout);
+    return 0;
+  }
   if (o.format == "torch-csv") {
     std::fputs(schedule::schedule_to_torch_csv(s).c_str(), stdout);
     return 0;
@@ -131,6 +145,12 @@ Run add_schedule_command(CLI::App& app) {
           ->excludes(variant)
           ->excludes(pipes)
           ->excludes(virtual_stages);
+  sub->add_option("--semantics", options->semantics,
+                  "check deadlock freedom with eager sends (a send completes without its "
+                  "receive: the runtime's) or rendezvous sends (a send completes only once the "
+                  "receiver has posted the receive) and print ok, or the shortest cyclic wait "
+                  "(exit status 2), instead of the schedule")
+      ->check(CLI::IsMember({"eager", "rendezvous"}));
   sub->add_flag("--compare", options->compare,
                 "print one table over all schemes for -D and -N instead: makespan and bubble "
                 "ratio with F = B and with B = 2F, peak activations, weight copies")

@@ -29,10 +29,13 @@ struct ScheduleOptions {
   bool compare = false;
 };
 
-// `micro_batches_given`: -N was on the command line; otherwise N = D.
-int run_schedule(const ScheduleOptions& o, bool micro_batches_given) {
+// `stages_given`, `micro_batches_given`: -D, -N were on the command line; otherwise D = 4 and
+// N = D, or for a schedule file its own.
+int run_schedule(const ScheduleOptions& o, bool stages_given, bool micro_batches_given) {
   schedule::ScheduleRequest request = o.request;
-  if (!micro_batches_given) request.micro_batches = request.stages;
+  const bool file = request.scheme.starts_with("file:");
+  if (file && !stages_given) request.stages = 0;
+  if (!micro_batches_given) request.micro_batches = file ? 0 : request.stages;
   if (o.compare) {
     std::fputs(schedule::render_comparison(request.stages, request.micro_batches,
                                            request.virtual_stages == 0 ? 2 : request.virtual_stages)
@@ -101,7 +104,10 @@ Run add_schedule_command(CLI::App& app) {
       "  chimera schedule --from-csv zb.csv --format grid");
   auto& r = options->request;
   auto* scheme = sub->add_option(
-      "--scheme", r.scheme, "gpipe, 1f1b, gems, interleaved, chimera or zb-h1 (default chimera)");
+      "--scheme", r.scheme,
+      "gpipe, 1f1b, gems, interleaved, chimera or zb-h1 (default chimera), or file:PATH: "
+      "a schedule JSON (DESIGN §3) or a torch CSV (.csv), verified; -D and -N, if "
+      "given, must be the file's");
   auto* stages = sub->add_option("-D,--stages", r.stages,
                                  "D: pipeline stages = workers of one group (default 4)");
   auto* micro_batches = sub->add_option("-N,--micro-batches", r.micro_batches,
@@ -155,7 +161,9 @@ Run add_schedule_command(CLI::App& app) {
                 "print one table over all schemes for -D and -N instead: makespan and bubble "
                 "ratio with F = B and with B = 2F, peak activations, weight copies")
       ->excludes(from_csv);
-  return [options, micro_batches]() { return run_schedule(*options, micro_batches->count() > 0); };
+  return [options, stages, micro_batches]() {
+    return run_schedule(*options, stages->count() > 0, micro_batches->count() > 0);
+  };
 }
 
 }  // namespace chimera::cli

@@ -8,7 +8,10 @@
 #include "chimera/schedule/json.hpp"
 #include "chimera/schedule/lower.hpp"
 #include "chimera/schedule/render.hpp"
+#include "chimera/schedule/schedule_file.hpp"
 #include "chimera/schedule/simulate.hpp"
+#include "chimera/schedule/torch_csv.hpp"
+#include "chimera/schedule/verify.hpp"
 #include "commands.hpp"
 
 namespace chimera::cli {
@@ -21,13 +24,18 @@ struct ScheduleOptions {
   double allreduce = 0;   // time to move one stage's gradient once (Rabenseifner: 2(r-1)/r of it)
   int data_parallel = 1;  // W: replicas of the pipeline group
   std::string format = "grid";
+  std::string from_csv;   // a PyTorch compute-only CSV to read instead of generating
+  std::string semantics;  // eager | rendezvous: check deadlock freedom under it, print the verdict
   bool compare = false;
 };
 
-// `micro_batches_given`: -N was on the command line; otherwise N = D.
-int run_schedule(const ScheduleOptions& o, bool micro_batches_given) {
+// `stages_given`, `micro_batches_given`: -D, -N were on the command line; otherwise D = 4 and
+// N = D, or for a schedule file its own.
+int run_schedule(const ScheduleOptions& o, bool stages_given, bool micro_batches_given) {
   schedule::ScheduleRequest request = o.request;
-  if (!micro_batches_given) request.micro_batches = request.stages;
+  const bool file = request.scheme.starts_with("file:");
+  if (file && !stages_given) request.stages = 0;
+  if (!micro_batches_given) request.micro_batches = file ? 0 : request.stages;
   if (o.compare) {
     std::fputs(schedule::render_comparison(request.stages, request.micro_batches,
                                            request.virtual_stages == 0 ? 2 : request.virtual_stages)
@@ -45,7 +53,26 @@ int run_schedule(const ScheduleOptions& o, bool micro_batches_given) {
   costs.beta = 1;
   costs.stage_grad_bytes = o.allreduce;
   costs.data_parallel = o.data_parallel;
-  const schedule::Schedule s = schedule::make_schedule(request);
+  const schedule::Schedule s =
+      o.from_csv.empty()
+          ? schedule::make_schedule(request)
+          : schedule::read_schedule_file(o.from_csv, schedule::ScheduleFileFormat::TorchCsv);
+  if (!o.semantics.empty()) {
+    const auto sem =
+        o.semantics == "eager" ? schedule::Semantics::Eager : schedule::Semantics::Rendezvous;
+    const schedule::VerifyResult r = schedule::check(s, sem);
+    if (!r.ok) throw InputError(fmt::format("{} schedule: {}", s.scheme, r.problem));
+    std::fputs(fmt::format("ok: the {} schedule (D={}, N={}) is complete and deadlock-free with "
+                           "{} sends\n",
+                           s.scheme, s.workers, s.micro_batches, schedule::semantics_name(sem))
+                   .c_str(),
+               stdout);
+    return 0;
+  }
+  if (o.format == "torch-csv") {
+    std::fputs(schedule::schedule_to_torch_csv(s).c_str(), stdout);
+    return 0;
+  }
   if (o.format == "json") {
     const schedule::Program program = schedule::lower(s);
     std::fputs(schedule::schedule_to_json(s, &program).c_str(), stdout);
@@ -72,21 +99,29 @@ Run add_schedule_command(CLI::App& app) {
       "  chimera schedule --scheme chimera -D 4 -N 4\n"
       "  chimera schedule --scheme chimera -D 8 -N 32 --variant halving --cost 1:2\n"
       "  chimera schedule -D 8 -N 16 --compare\n"
-      "  chimera schedule --scheme 1f1b -D 4 -N 8 --format svg > 1f1b.svg");
+      "  chimera schedule --scheme 1f1b -D 4 -N 8 --format svg > 1f1b.svg\n"
+      "  chimera schedule --scheme zb-h1 -D 4 -N 8 --format torch-csv > zb.csv\n"
+      "  chimera schedule --from-csv zb.csv --format grid");
   auto& r = options->request;
-  sub->add_option("--scheme", r.scheme,
-                  "gpipe, 1f1b, gems, interleaved, chimera or zb-h1 (default chimera)");
-  sub->add_option("-D,--stages", r.stages, "D: pipeline stages = workers of one group (default 4)");
+  auto* scheme = sub->add_option(
+      "--scheme", r.scheme,
+      "gpipe, 1f1b, gems, interleaved, chimera or zb-h1 (default chimera), or file:PATH: "
+      "a schedule JSON (DESIGN §3) or a torch CSV (.csv), verified; -D and -N, if "
+      "given, must be the file's");
+  auto* stages = sub->add_option("-D,--stages", r.stages,
+                                 "D: pipeline stages = workers of one group (default 4)");
   auto* micro_batches = sub->add_option("-N,--micro-batches", r.micro_batches,
                                         "N: micro-batches per iteration (default D)");
-  sub->add_option("--variant", r.variant,
-                  "chimera: direct (N = kD, units concatenated), doubling (a forward op covers "
-                  "two micro-batches) or halving (half micro-batches; forwards cover two halves). "
-                  "Default direct");
-  sub->add_option("--pipes", r.pipes,
-                  "chimera: number of pipelines 2f (f down + f up, f must divide D/2). Default 2");
-  sub->add_option("--virtual", r.virtual_stages,
-                  "interleaved: v model stages per worker, v >= 2 (default 2)");
+  auto* variant = sub->add_option(
+      "--variant", r.variant,
+      "chimera: direct (N = kD, units concatenated), doubling (a forward op covers "
+      "two micro-batches) or halving (half micro-batches; forwards cover two halves). "
+      "Default direct");
+  auto* pipes = sub->add_option(
+      "--pipes", r.pipes,
+      "chimera: number of pipelines 2f (f down + f up, f must divide D/2). Default 2");
+  auto* virtual_stages = sub->add_option(
+      "--virtual", r.virtual_stages, "interleaved: v model stages per worker, v >= 2 (default 2)");
   sub->add_option("--cost", options->cost,
                   "op costs F:B or F:B:W for the simulation (grid, csv, svg), per micro-batch "
                   "through 1/D of the model. A doubled forward costs 2F, a halved backward B/2; "
@@ -100,12 +135,35 @@ Run add_schedule_command(CLI::App& app) {
                   "over W x (workers holding it) replicas (default 1)");
   sub->add_option("--format", options->format,
                   "grid (paper-style worker x time table with statistics), json (the schedule, "
-                  "DESIGN §3), csv (one row per worker), svg (Gantt chart). Default grid")
-      ->check(CLI::IsMember({"grid", "json", "csv", "svg"}));
+                  "DESIGN §3), csv (one row per worker), svg (Gantt chart), torch-csv (PyTorch's "
+                  "compute-only schedule CSV: one row per rank, actions like 0F0, 1B2; only "
+                  "schedules with each stage on one worker). Default grid")
+      ->check(CLI::IsMember({"grid", "json", "csv", "svg", "torch-csv"}));
+  auto* from_csv =
+      sub->add_option(
+             "--from-csv", options->from_csv,
+             "read the schedule from PyTorch's compute-only CSV (torch.distributed."
+             "pipelining _dump_csv) instead of generating it; it is verified, then printed "
+             "in --format")
+          ->excludes(scheme)
+          ->excludes(stages)
+          ->excludes(micro_batches)
+          ->excludes(variant)
+          ->excludes(pipes)
+          ->excludes(virtual_stages);
+  sub->add_option("--semantics", options->semantics,
+                  "check deadlock freedom with eager sends (a send completes without its "
+                  "receive: the runtime's) or rendezvous sends (a send completes only once the "
+                  "receiver has posted the receive) and print ok, or the shortest cyclic wait "
+                  "(exit status 2), instead of the schedule")
+      ->check(CLI::IsMember({"eager", "rendezvous"}));
   sub->add_flag("--compare", options->compare,
                 "print one table over all schemes for -D and -N instead: makespan and bubble "
-                "ratio with F = B and with B = 2F, peak activations, weight copies");
-  return [options, micro_batches]() { return run_schedule(*options, micro_batches->count() > 0); };
+                "ratio with F = B and with B = 2F, peak activations, weight copies")
+      ->excludes(from_csv);
+  return [options, stages, micro_batches]() {
+    return run_schedule(*options, stages->count() > 0, micro_batches->count() > 0);
+  };
 }
 
 }  // namespace chimera::cli

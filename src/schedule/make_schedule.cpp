@@ -3,6 +3,7 @@
 #include "chimera/core/config.hpp"
 #include "chimera/core/error.hpp"
 #include "chimera/schedule/generators.hpp"
+#include "chimera/schedule/schedule_file.hpp"
 #include "chimera/schedule/verify.hpp"
 
 namespace chimera::schedule {
@@ -14,6 +15,8 @@ const std::vector<std::string>& scheme_names() {
 }
 
 namespace {
+
+constexpr std::string_view kFilePrefix = "file:";
 
 // Options that belong to another scheme must be left at their defaults, so a typo in a config
 // never silently runs something else.
@@ -32,7 +35,29 @@ void require_no_virtual(const ScheduleRequest& r) {
                   r.scheme);
 }
 
+// "file:PATH": the schedule in PATH (schedule_file.hpp), run as it is. D and N, where given,
+// must be the file's: the run's ranks and batches are laid out from them.
+Schedule from_file(const ScheduleRequest& r) {
+  const std::string path = r.scheme.substr(kFilePrefix.size());
+  CHIMERA_REQUIRE(!path.empty(),
+                  "scheme 'file:' names no file: use file:PATH (a schedule JSON, "
+                  "or a torch CSV ending in .csv)");
+  Schedule s = read_schedule_file(path);
+  require_no_variant(r);
+  require_pipes(r, s.pipes());
+  require_no_virtual(r);
+  CHIMERA_REQUIRE(r.stages == 0 || r.stages == s.workers,
+                  "schedule file '{}' has D = {} workers, the run has D = {}", path, s.workers,
+                  r.stages);
+  const int N = s.micro_batches / s.mb_split;
+  CHIMERA_REQUIRE(r.micro_batches == 0 || r.micro_batches == N,
+                  "schedule file '{}' has N = {} micro-batches, the run has N = {}", path, N,
+                  r.micro_batches);
+  return s;
+}
+
 Schedule generate(const ScheduleRequest& r) {
+  if (r.scheme.starts_with(kFilePrefix)) return from_file(r);
   const int D = r.stages;
   const int N = r.micro_batches;
   if (r.scheme == "chimera") {
@@ -54,7 +79,7 @@ Schedule generate(const ScheduleRequest& r) {
   if (r.scheme == "1f1b") return one_f_one_b(D, N);
   if (r.scheme == "zb-h1") return zb_h1(D, N);
   const std::string near = closest_match(r.scheme, scheme_names());
-  throw InputError(fmt::format("unknown scheme '{}': use one of {}{}", r.scheme,
+  throw InputError(fmt::format("unknown scheme '{}': use one of {} or file:PATH{}", r.scheme,
                                fmt::join(scheme_names(), ", "),
                                near.empty() ? "" : fmt::format(" (did you mean '{}'?)", near)));
 }

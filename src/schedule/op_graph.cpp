@@ -1,5 +1,7 @@
 #include "op_graph.hpp"
 
+#include "wait_for.hpp"
+
 #include "chimera/core/error.hpp"
 
 #include <fmt/format.h>
@@ -265,35 +267,49 @@ std::vector<int> OpGraph::topological_order() const {
 }
 
 std::string OpGraph::describe_cycle(const Schedule& s, const std::vector<int>& order) const {
-  std::vector<char> done(static_cast<std::size_t>(size()), 0);
-  for (int id : order) done[id] = 1;
-  int start = 0;
-  while (start < size() && done[start]) ++start;
-  if (start == size()) return "no cycle";
-  // Every op left waits for at least one other op left: walk those waits until one repeats.
-  std::vector<int> seen_at(static_cast<std::size_t>(size()), -1);
-  std::vector<int> path;
-  int id = start;
-  while (seen_at[id] < 0) {
-    seen_at[id] = static_cast<int>(path.size());
-    path.push_back(id);
-    int next = -1;
-    if (index(id) > 0 && !done[id - 1]) next = id - 1;
+  std::vector<char> stuck(static_cast<std::size_t>(size()), 1);
+  for (int id : order) stuck[id] = 0;
+  const std::vector<int> cycle = shortest_cycle(stuck, [&](int id, auto&& visit) {
+    if (index(id) > 0) visit(id - 1);
+    for (const OpInput& in : inputs(id)) visit(in.producer);
+  });
+  CHIMERA_CHECK(!cycle.empty(), "ops were left out of the topological order without a cycle");
+  // Why `id` waits for `next`: a data input if there is one, else program order.
+  auto reason = [&](int id, int next) -> std::string {
     for (const OpInput& in : inputs(id)) {
-      if (next < 0 && !done[in.producer]) next = in.producer;
+      if (in.producer != next) continue;
+      const Op& producer = s.ops[worker(next)][index(next)];
+      switch (in.kind) {
+        case OpInput::Kind::Activation:
+          return fmt::format("activation of stage {}, micro-batch {}", producer.stage, in.mb);
+        case OpInput::Kind::Gradient:
+          return fmt::format("gradient of stage {}, micro-batch {}", producer.stage, in.mb);
+        case OpInput::Kind::Stash:
+          return fmt::format("its own {} of micro-batch {}", op_letter(producer.kind), in.mb);
+      }
     }
-    CHIMERA_CHECK(next >= 0, "op {} was left out of the topological order with nothing to wait for",
-                  id);
-    id = next;
+    return "program order";
+  };
+  std::vector<std::string> steps;
+  for (std::size_t k = 0; k < cycle.size(); ++k) {
+    const int next = cycle[(k + 1) % cycle.size()];
+    steps.push_back(
+        fmt::format("{} ({})", where(s, worker(next), index(next)), reason(cycle[k], next)));
   }
-  const std::vector<int> cycle(path.begin() + seen_at[id], path.end());
-  std::string text = "deadlock: cyclic wait: ";
-  constexpr std::size_t kShown = 6;
-  for (std::size_t k = 0; k < cycle.size() && k < kShown; ++k) {
-    text += where(s, worker(cycle[k]), index(cycle[k])) + " waits for ";
+  return "deadlock: cyclic wait: " +
+         describe_waits(where(s, worker(cycle.front()), index(cycle.front())), steps);
+}
+
+std::string describe_waits(const std::string& first, const std::vector<std::string>& steps) {
+  constexpr std::size_t kShown = 8;
+  std::string text = first;
+  for (std::size_t k = 0; k < steps.size(); ++k) {
+    if (k + 1 == kShown && steps.size() > kShown) {
+      text += fmt::format(", which waits for ... ({} more)", steps.size() - k - 1);
+      k = steps.size() - 1;
+    }
+    text += (k == 0 ? " waits for " : ", which waits for ") + steps[k];
   }
-  text += cycle.size() > kShown ? "... " : "";
-  text += where(s, worker(cycle.front()), index(cycle.front()));
   return text;
 }
 

@@ -43,7 +43,8 @@ class OpGraph {
 
   // Ops in an order that respects every edge; shorter than size() when there is a cycle.
   std::vector<int> topological_order() const;
-  // One cycle among the ops a failed topological_order() left, described in one line.
+  // A shortest cycle among the ops a failed topological_order() left, in one line: each op, the
+  // op it waits for, and why (a data input, or program order).
   std::string describe_cycle(const Schedule& schedule, const std::vector<int>& order) const;
 
  private:
@@ -54,6 +55,9 @@ class OpGraph {
   std::vector<int> consumer_begin_;
   std::vector<int> consumers_;
 };
+
+// "FIRST waits for STEP0, which waits for STEP1, ..." in one line, the middle elided when long.
+std::string describe_waits(const std::string& first, const std::vector<std::string>& steps);
 
 // The graph of a schedule that passes the verifier; throws chimera::Error (as verify() does)
 // describing the first problem otherwise.

@@ -4,8 +4,10 @@
 #include <tuple>
 
 #include "chimera/core/error.hpp"
+#include "chimera/schedule/lower.hpp"
 #include "chimera/schedule/sum_order.hpp"
 #include "op_graph.hpp"
+#include "rendezvous.hpp"
 
 namespace chimera::schedule {
 
@@ -25,9 +27,20 @@ std::string first_problem(const Schedule& schedule, std::optional<detail::OpGrap
 
 }  // namespace
 
+const char* semantics_name(Semantics semantics) {
+  return semantics == Semantics::Eager ? "eager" : "rendezvous";
+}
+
 VerifyResult check(const Schedule& schedule) {
+  return check(schedule, Semantics::Eager);
+}
+
+VerifyResult check(const Schedule& schedule, Semantics semantics) {
   std::optional<detail::OpGraph> graph;
   std::string problem = first_problem(schedule, graph);
+  if (problem.empty() && semantics == Semantics::Rendezvous) {
+    problem = detail::rendezvous_deadlock(schedule, lower(schedule));
+  }
   return {problem.empty(), std::move(problem)};
 }
 

@@ -11,7 +11,10 @@ namespace chimera::schedule {
 
 // What the user asked for: the [parallel] section of the run config, or `chimera schedule` flags.
 struct ScheduleRequest {
-  std::string scheme;      // gpipe | 1f1b | gems | interleaved | chimera | zb-h1
+  // gpipe | 1f1b | gems | interleaved | chimera | zb-h1, or file:PATH (a schedule JSON, or a
+  // torch CSV ending in .csv: read, verified, run as it is; stages and micro_batches, where not
+  // 0, must be the file's D and N).
+  std::string scheme;
   int stages = 0;          // D: workers of one pipeline group
   int micro_batches = 0;   // N: micro-batches per pipeline group and iteration
   std::string variant;     // chimera: direct (default) | doubling | halving
@@ -19,7 +22,7 @@ struct ScheduleRequest {
   int virtual_stages = 0;  // interleaved: v model stages per worker (0 = 2); others: 0 or 1
 };
 
-// The scheme names make_schedule accepts, in the order tables list them.
+// The generated schemes make_schedule accepts, in the order tables list them (and file:PATH).
 const std::vector<std::string>& scheme_names();
 
 // Generates the requested schedule. Invalid requests throw chimera::InputError (exit status 2).

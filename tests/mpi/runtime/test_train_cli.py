@@ -136,6 +136,32 @@ class Faults(unittest.TestCase):
                     job.kill()
 
 
+class FileSchedule(unittest.TestCase):
+    """parallel.scheme = file:PATH runs a schedule read from a file (here PyTorch's CSV)."""
+
+    def test_trains_two_steps_on_a_torch_csv(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            data = os.path.join(tmp, "tokens.h5")
+            write_tokens(data)
+            sched = os.path.join(tmp, "1f1b.csv")
+            with open(sched, "w", newline="") as f:
+                f.write("0F0,0F1,0B0,0B1\r\n1F0,1B0,1F1,1B1\r\n")
+            metrics = os.path.join(tmp, "m.jsonl")
+            run = ["--set", f"parallel.scheme=file:{sched}", "--set", "parallel.stages=2",
+                   "--set", "parallel.micro_batches=2", "--set", f"data.train={data}"]
+            r = mpirun(2, TINY + run + ["--steps", "2", "--metrics", metrics])
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            with open(metrics) as f:
+                steps = [l for l in f if '"step"' in l]
+            self.assertEqual(len(steps), 2, steps)
+            # The file's D must be the run's.
+            r = mpirun(4, TINY + run[:2] + ["--set", "parallel.stages=4"] + run[4:] + ["--steps", "2"])
+            ours = [l for l in (r.stdout + r.stderr).splitlines() if l.startswith("error:")]
+            self.assertEqual(r.returncode, 2, r.stderr)
+            self.assertEqual(len(ours), 1, r.stdout + r.stderr)
+            self.assertIn("has D = 2 workers, the run has D = 4", ours[0])
+
+
 if __name__ == "__main__":
     CHIMERA, MPIEXEC, *FLAGS = sys.argv[1:]
     unittest.main(argv=[sys.argv[0], "-v"])

@@ -100,10 +100,14 @@ TEST(Verify, RejectsCrossWorkerCycle) {
   const VerifyResult r = check(s);
   ASSERT_FALSE(r.ok);
   EXPECT_EQ(r.problem.rfind("deadlock: cyclic wait: ", 0), 0U) << r.problem;
-  EXPECT_NE(r.problem.find("worker 0 op 2 (F1d0) waits for worker 0 op 1 (B0d0)"),
+  EXPECT_NE(r.problem.find("worker 0 op 1 (B0d0) waits for worker 1 op 2 (B0d1) (gradient of "
+                           "stage 1, micro-batch 0)"),
             std::string::npos)
       << r.problem;
-  EXPECT_NE(r.problem.find("worker 1"), std::string::npos) << r.problem;
+  EXPECT_NE(r.problem.find("which waits for worker 0 op 2 (F1d0) (activation of stage 0, "
+                           "micro-batch 1), which waits for worker 0 op 1 (B0d0) (program order)"),
+            std::string::npos)
+      << r.problem;
 }
 
 TEST(Verify, RejectsMalformedShapes) {

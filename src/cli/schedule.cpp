@@ -122,6 +122,10 @@ Run add_schedule_command(CLI::App& app) {
       "chimera: number of pipelines 2f (f down + f up, f must divide D/2). Default 2");
   auto* virtual_stages = sub->add_option(
       "--virtual", r.virtual_stages, "interleaved: v model stages per worker, v >= 2 (default 2)");
+  auto* max_in_flight = sub->add_option(
+      "--max-in-flight", r.max_in_flight,
+      "chimera-zb: the most micro-batches whose activations a worker holds at once (default D; "
+      "at least Chimera's own peak, D)");
   sub->add_option("--cost", options->cost,
                   "op costs F:B or F:B:W for the simulation (grid, csv, svg), per micro-batch "
                   "through 1/D of the model. A doubled forward costs 2F, a halved backward B/2; "
@@ -150,7 +154,8 @@ Run add_schedule_command(CLI::App& app) {
           ->excludes(micro_batches)
           ->excludes(variant)
           ->excludes(pipes)
-          ->excludes(virtual_stages);
+          ->excludes(virtual_stages)
+          ->excludes(max_in_flight);
   sub->add_option("--semantics", options->semantics,
                   "check deadlock freedom with eager sends (a send completes without its "
                   "receive: the runtime's) or rendezvous sends (a send completes only once the "

@@ -120,6 +120,9 @@ std::vector<Field> fields(Config& c) {
       {"parallel", "pipes", &c.parallel.pipes, "chimera: pipelines 2f (0 = scheme default)"},
       {"parallel", "virtual", &c.parallel.virtual_stages,
        "interleaved: model stages per worker (0 = 2)"},
+      {"parallel", "max_in_flight", &c.parallel.max_in_flight,
+       "chimera-zb: the most micro-batches whose activations a worker holds at once (0 = D); "
+       "at least Chimera's own peak, D"},
       {"parallel", "recompute", &c.parallel.recompute, "recompute activations in the backward"},
       {"parallel", "partition", &c.parallel.partition,
        "explicit blocks per model stage, e.g. [3,3,2,2] (empty = balanced)"},

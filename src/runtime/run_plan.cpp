@@ -21,6 +21,7 @@ RunPlan RunPlan::make(const Config& config, int world_size, int rank) {
   req.variant = par.scheme == "chimera" ? par.variant : "";
   req.pipes = par.pipes;
   req.virtual_stages = par.scheme == "interleaved" ? par.virtual_stages : 0;
+  req.max_in_flight = par.max_in_flight;
   p.schedule = schedule::make_schedule(req);
   p.program = schedule::lower(p.schedule);
 

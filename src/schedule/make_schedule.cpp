@@ -9,8 +9,8 @@
 namespace chimera::schedule {
 
 const std::vector<std::string>& scheme_names() {
-  static const std::vector<std::string> names = {"gpipe",       "1f1b",    "gems",
-                                                 "interleaved", "chimera", "zb-h1"};
+  static const std::vector<std::string> names = {"gpipe",   "1f1b",  "gems",      "interleaved",
+                                                 "chimera", "zb-h1", "chimera-zb"};
   return names;
 }
 
@@ -57,6 +57,9 @@ Schedule from_file(const ScheduleRequest& r) {
 }
 
 Schedule generate(const ScheduleRequest& r) {
+  CHIMERA_REQUIRE(r.max_in_flight == 0 || r.scheme == "chimera-zb",
+                  "max_in_flight = {} applies to chimera-zb only (scheme is {})", r.max_in_flight,
+                  r.scheme);
   if (r.scheme.starts_with(kFilePrefix)) return from_file(r);
   const int D = r.stages;
   const int N = r.micro_batches;
@@ -65,6 +68,11 @@ Schedule generate(const ScheduleRequest& r) {
     return chimera(D, N, r.variant.empty() ? "direct" : r.variant, r.pipes == 0 ? 2 : r.pipes);
   }
   require_no_variant(r);
+  if (r.scheme == "chimera-zb") {
+    require_pipes(r, 2);
+    require_no_virtual(r);
+    return chimera_zb(D, N, r.max_in_flight);
+  }
   if (r.scheme == "interleaved") {
     require_pipes(r, 1);
     return interleaved(D, N, r.virtual_stages == 0 ? 2 : r.virtual_stages);

@@ -20,6 +20,7 @@ struct ScheduleRequest {
   std::string variant;     // chimera: direct (default) | doubling | halving
   int pipes = 0;           // chimera: 2f pipelines (0 = 2); other schemes: 0 or their own count
   int virtual_stages = 0;  // interleaved: v model stages per worker (0 = 2); others: 0 or 1
+  int max_in_flight = 0;   // chimera-zb: most micro-batches held per worker (0 = D)
 };
 
 // The generated schemes make_schedule accepts, in the order tables list them (and file:PATH).
@@ -38,6 +39,9 @@ Schedule zb_h1(int D, int N);               // zero-bubble H1: backward split in
 // direct (N = kD, units concatenated), doubling (one forward op covers two micro-batches) or
 // halving (micro-batches split in two halves, mb_split = 2; forward ops cover two halves).
 Schedule chimera(int D, int N, const std::string& variant, int pipes);
+// Chimera's two pipelines with split backward: Chimera direct's F and I order, W ops filling the
+// bubbles (gen_chimera_zb.cpp); at most `max_in_flight` micro-batches held per worker (0 = D).
+Schedule chimera_zb(int D, int N, int max_in_flight);
 
 // The forward-only schedule of evaluation: `training`'s F ops in the same order on the same
 // workers, nothing else (forward_only = true). A subgraph of a deadlock-free schedule's

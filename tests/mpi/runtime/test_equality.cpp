@@ -87,7 +87,7 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"zb-h1", "", 0, 1, 1}, Case{"chimera", "direct", 0, 1, 1},
                       Case{"chimera", "direct", 0, 1, 2}, Case{"chimera", "doubling", 0, 1, 2},
                       Case{"chimera", "halving", 0, 1, 2}, Case{"chimera", "direct", 4, 1, 1},
-                      Case{"chimera", "direct", 0, 1, 1, "poll"}),
+                      Case{"chimera", "direct", 0, 1, 1, "poll"}, Case{"chimera-zb", "", 0, 1, 2}),
     test_name);
 
 }  // namespace

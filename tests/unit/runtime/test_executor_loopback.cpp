@@ -285,6 +285,7 @@ std::vector<Schedule> grid() {
       add("interleaved", D, N, "", 0, 2);
       add("chimera", D, N, "direct");
       add("chimera", D, N, "halving");
+      add("chimera-zb", D, N);
       if ((N / 2) % 2 == 0) add("chimera", D, N, "doubling");
     }
   }

@@ -108,11 +108,12 @@ class Search {
   }
 
   // Step 3: hill climbing on `entry` until `limit`.
-  void improve(Entry& entry, std::int64_t limit) {
+  void improve(Entry& entry, std::int64_t limit, double bound) {
     const SearchGraph& g = graphs[entry.graph];
     Order& order = entry.order;
     const int workers = static_cast<int>(order.size());
-    while (!out_of_time(limit)) {
+    // At the bound nothing can be gained.
+    while (entry.eval.makespan > bound + 1e-9 && !out_of_time(limit)) {
       const int w = rng_.below(workers);
       auto& ops = order[w];
       const int len = static_cast<int>(ops.size());
@@ -207,7 +208,9 @@ SearchResult search_schedule(const SearchOptions& o) {
                   "activations per worker: raise --max-in-flight",
                   D, N, cap);
 
-  search.list_phase(pool, 0.3);
+  // A built-in at the bound is optimal: searching cannot beat it.
+  if (r.builtin_makespan <= r.lower_bound + 1e-9) pool.clear();
+  if (!pool.empty()) search.list_phase(pool, 0.3);
   std::sort(pool.begin(), pool.end(),
             [](const Entry& a, const Entry& b) { return better(a.eval, b.eval); });
   if (pool.size() > 4) pool.resize(4);
@@ -218,7 +221,7 @@ SearchResult search_schedule(const SearchOptions& o) {
     const double share = k == 0 ? 0.5 : 0.5 / static_cast<double>(pool.size() - 1);
     limit += static_cast<std::int64_t>(share * static_cast<double>(left));
     if (k + 1 == pool.size()) limit = search.budget();
-    search.improve(pool[k], limit);
+    search.improve(pool[k], limit, r.lower_bound);
   }
   const Entry* win = nullptr;
   for (const Entry& e : pool) {

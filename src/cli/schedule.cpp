@@ -1,4 +1,5 @@
 // `chimera schedule`: generate, verify, simulate and print pipeline schedules (DESIGN §6).
+#include <cstdint>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -9,6 +10,7 @@
 #include "chimera/schedule/lower.hpp"
 #include "chimera/schedule/render.hpp"
 #include "chimera/schedule/schedule_file.hpp"
+#include "chimera/schedule/search.hpp"
 #include "chimera/schedule/simulate.hpp"
 #include "chimera/schedule/torch_csv.hpp"
 #include "chimera/schedule/verify.hpp"
@@ -27,15 +29,55 @@ struct ScheduleOptions {
   std::string from_csv;   // a PyTorch compute-only CSV to read instead of generating
   std::string semantics;  // eager | rendezvous: check deadlock freedom under it, print the verdict
   bool compare = false;
+  bool search = false;       // search a schedule (search.hpp) instead of generating one
+  double max_in_flight = 0;  // chimera-zb's knob, or --search's cap (0 = D)
+  double search_seconds = 20;
+  std::uint64_t seed = 1;
 };
+
+// `--search`: the searched schedule, printed in --format; its summary (makespan, bound, gap,
+// start, improvement) follows the grid, or goes to stderr so that json, csv and svg stay clean.
+int run_search(const ScheduleOptions& o, int D, int N) {
+  schedule::SearchOptions so;
+  so.workers = D;
+  so.micro_batches = N;
+  so.costs = schedule::Costs::parse(o.cost);
+  so.max_in_flight = o.max_in_flight;
+  so.seconds = o.search_seconds;
+  so.seed = o.seed;
+  const schedule::SearchResult r = schedule::search_schedule(so);
+  const std::string summary = schedule::search_summary(r);
+  const schedule::Schedule& s = r.schedule;
+  if (o.format == "json") {
+    const schedule::Program program = schedule::lower(s);
+    std::fputs(schedule::schedule_to_json(s, &program).c_str(), stdout);
+  } else if (o.format == "torch-csv") {
+    std::fputs(schedule::schedule_to_torch_csv(s).c_str(), stdout);
+  } else {
+    const schedule::SimResult result = schedule::simulate(s, so.costs);
+    if (o.format == "grid") {
+      std::fputs((schedule::render_grid(s, result, so.costs) + summary).c_str(), stdout);
+      return 0;
+    }
+    const std::string text = o.format == "csv" ? schedule::render_csv(s, result)
+                                               : schedule::render_svg(s, result, so.costs);
+    std::fputs(text.c_str(), stdout);
+  }
+  std::fputs(summary.c_str(), stderr);
+  return 0;
+}
 
 // `stages_given`, `micro_batches_given`: -D, -N were on the command line; otherwise D = 4 and
 // N = D, or for a schedule file its own.
 int run_schedule(const ScheduleOptions& o, bool stages_given, bool micro_batches_given) {
   schedule::ScheduleRequest request = o.request;
+  CHIMERA_REQUIRE(o.max_in_flight == static_cast<int>(o.max_in_flight),
+                  "--max-in-flight {}: chimera-zb counts whole micro-batches", o.max_in_flight);
+  request.max_in_flight = static_cast<int>(o.max_in_flight);
   const bool file = request.scheme.starts_with("file:");
   if (file && !stages_given) request.stages = 0;
   if (!micro_batches_given) request.micro_batches = file ? 0 : request.stages;
+  if (o.search) return run_search(o, request.stages, request.micro_batches);
   if (o.compare) {
     std::fputs(schedule::render_comparison(request.stages, request.micro_batches,
                                            request.virtual_stages == 0 ? 2 : request.virtual_stages)
@@ -101,7 +143,8 @@ Run add_schedule_command(CLI::App& app) {
       "  chimera schedule -D 8 -N 16 --compare\n"
       "  chimera schedule --scheme 1f1b -D 4 -N 8 --format svg > 1f1b.svg\n"
       "  chimera schedule --scheme zb-h1 -D 4 -N 8 --format torch-csv > zb.csv\n"
-      "  chimera schedule --from-csv zb.csv --format grid");
+      "  chimera schedule --from-csv zb.csv --format grid\n"
+      "  chimera schedule --search -D 8 -N 16 --cost 1:2:1 --max-in-flight 8 --format json");
   auto& r = options->request;
   auto* scheme = sub->add_option(
       "--scheme", r.scheme,
@@ -123,9 +166,10 @@ Run add_schedule_command(CLI::App& app) {
   auto* virtual_stages = sub->add_option(
       "--virtual", r.virtual_stages, "interleaved: v model stages per worker, v >= 2 (default 2)");
   auto* max_in_flight = sub->add_option(
-      "--max-in-flight", r.max_in_flight,
-      "chimera-zb: the most micro-batches whose activations a worker holds at once (default D; "
-      "at least Chimera's own peak, D)");
+      "--max-in-flight", options->max_in_flight,
+      "the most micro-batches whose activations a worker holds at once, as the simulator's "
+      "peak activations count them (default D): chimera-zb's memory knob (at least Chimera's "
+      "own peak, D), or --search's cap");
   sub->add_option("--cost", options->cost,
                   "op costs F:B or F:B:W for the simulation (grid, csv, svg), per micro-batch "
                   "through 1/D of the model. A doubled forward costs 2F, a halved backward B/2; "
@@ -166,6 +210,23 @@ Run add_schedule_command(CLI::App& app) {
                 "print one table over all schemes for -D and -N instead: makespan and bubble "
                 "ratio with F = B and with B = 2F, peak activations, weight copies")
       ->excludes(from_csv);
+  auto* search =
+      sub->add_flag("--search", options->search,
+                    "search a schedule for -D, -N, --cost and --max-in-flight: start from "
+                    "every built-in within the cap, list-schedule their placements with the "
+                    "backward split into I and W, improve by local search; print it in "
+                    "--format with makespan, bubble ratio, lower bound, gap and the built-in "
+                    "it started from (scheme \"search\"; the JSON runs as file:PATH)")
+          ->excludes(from_csv)
+          ->excludes(scheme)
+          ->excludes(variant)
+          ->excludes(pipes)
+          ->excludes(virtual_stages);
+  sub->add_option("--search-seconds", options->search_seconds,
+                  "--search: effort, in seconds of this machine's speed (counted in replayed "
+                  "ops, so a seed always gives the same schedule; default 20)")
+      ->needs(search);
+  sub->add_option("--seed", options->seed, "--search: random seed (default 1)")->needs(search);
   return [options, stages, micro_batches]() {
     return run_schedule(*options, stages->count() > 0, micro_batches->count() > 0);
   };

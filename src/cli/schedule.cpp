@@ -71,13 +71,13 @@ int run_search(const ScheduleOptions& o, int D, int N) {
 // N = D, or for a schedule file its own.
 int run_schedule(const ScheduleOptions& o, bool stages_given, bool micro_batches_given) {
   schedule::ScheduleRequest request = o.request;
-  CHIMERA_REQUIRE(o.max_in_flight == static_cast<int>(o.max_in_flight),
-                  "--max-in-flight {}: chimera-zb counts whole micro-batches", o.max_in_flight);
-  request.max_in_flight = static_cast<int>(o.max_in_flight);
   const bool file = request.scheme.starts_with("file:");
   if (file && !stages_given) request.stages = 0;
   if (!micro_batches_given) request.micro_batches = file ? 0 : request.stages;
   if (o.search) return run_search(o, request.stages, request.micro_batches);
+  CHIMERA_REQUIRE(o.max_in_flight == static_cast<int>(o.max_in_flight),
+                  "--max-in-flight {}: chimera-zb counts whole micro-batches", o.max_in_flight);
+  request.max_in_flight = static_cast<int>(o.max_in_flight);
   if (o.compare) {
     std::fputs(schedule::render_comparison(request.stages, request.micro_batches,
                                            request.virtual_stages == 0 ? 2 : request.virtual_stages)

@@ -1,7 +1,9 @@
 #!/usr/bin/python3
 """Chimera against GPipe, 1F1B and GEMS at their best layouts, predicted by `chimera plan`, next
 to the range the Chimera paper reports (Li & Hoefler, SC'21: 1.16x-2.34x for GPT-2 1.3B on
-2,048 Piz Daint nodes over the synchronous and asynchronous pipeline baselines).
+2,048 Piz Daint nodes over the synchronous and asynchronous pipeline baselines); then the
+schedules that came after the paper (split backward: zb-h1, chimera-zb, and the V-shaped ones
+where this build has them) at their best layouts, against Chimera's best.
 
   /usr/bin/python3 analysis/paper_comparison.py [--bin build/release/bin/chimera]
       [--nodes 2048] [--global-batch 2048,4096,8192] [--network 10us,8GB/s]
@@ -18,7 +20,15 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 BASELINES = ("gpipe", "1f1b", "gems")
+NEWER = ("zb-h1", "chimera-zb", "zb-v", "dualpipev")
 PAPER_RANGE = "1.16x-2.34x"
+
+
+def known_schemes(args, names) -> tuple[str, ...]:
+    """The names this binary's `chimera schedule` generates (a build may lack newer ones)."""
+    return tuple(n for n in names if subprocess.run(
+        [args.bin, "schedule", "--scheme", n, "-D", "4", "-N", "8", "--format", "json"],
+        capture_output=True).returncode == 0)
 
 
 def best_layouts(args, global_batch: int) -> dict[str, dict]:
@@ -29,7 +39,8 @@ def best_layouts(args, global_batch: int) -> dict[str, dict]:
                "--memory", str(args.memory), "--network", args.network, "--costs", args.costs,
                "--global-batch", str(global_batch), "--csv", str(table),
                "--schemes", ",".join(("chimera", "chimera:doubling", "chimera:halving",
-                                      "chimera:direct:4", "chimera:direct:8") + BASELINES)]
+                                      "chimera:direct:4", "chimera:direct:8") + BASELINES +
+                                     args.newer)]
         result = subprocess.run(cmd, capture_output=True, text=True)
         if result.returncode != 0 or not table.exists():
             raise SystemExit(f"error: {' '.join(cmd)} failed: "
@@ -63,6 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--global-batch", default="2048,4096,8192",
                    help="comma-separated global batch sizes")
     args = p.parse_args(argv)
+    args.newer = known_schemes(args, NEWER)
     batches = [int(x) for x in args.global_batch.split(",")]
 
     print(f"GPT-2 1.3B on {args.nodes} nodes, {args.memory:g} GiB per device, network "
@@ -83,6 +95,11 @@ def main(argv: list[str] | None = None) -> int:
             if b in best:
                 print(f"{'':>8}{b:<6} at its best: {describe(best[b])}, "
                       f"{float(best[b]['samples_per_s']):.1f} seq/s")
+        for b in args.newer:
+            if b in best:
+                ratio = float(best[b]["samples_per_s"]) / float(chimera["samples_per_s"])
+                print(f"{'':>8}{b:<10} at its best: {describe(best[b])}, "
+                      f"{float(best[b]['samples_per_s']):.1f} seq/s ({ratio:.2f}x Chimera's best)")
     print(f"paper (Li & Hoefler, SC'21): Chimera {PAPER_RANGE} over the synchronous and "
           "asynchronous pipeline approaches, GPT-2 1.3B on 2,048 Piz Daint nodes")
     return 0

@@ -12,8 +12,12 @@
              behind the worker's remaining compute (target >= 90% where the schedule leaves room).
   overhead   one process, real compute: `chimera train` (D=1) against `chimera bench model` for
              the same step (target: within 3%).
+  schemes    the split-backward schedules against the anchors: chimera-zb, chimera (direct,
+             halving), zb-h1 and 1f1b at D in {8, 16}, N = 2D, W = 1, F:B:W = 20:40:20 ms (I = W
+             = B/2); measured iteration time next to the simulator's, and each scheme against
+             chimera-zb.
 
-Usage: bench/pipeline_emulation.py [emulation|overlap|overhead ...] [--chimera BIN] [--cost F:B]
+Usage: bench/pipeline_emulation.py [emulation|overlap|overhead|schemes ...] [--chimera BIN] [--cost F:B]
                                    [--wait doorbell|poll]
 Run from the repository root after scripts/build release; the Austen data (scripts/prepare-data)
 is needed for `overhead`.
@@ -83,6 +87,34 @@ def emulation(a):
           f"{16 / 21:.3f}")
 
 
+def schemes(a):
+    cost = a.cost or "20:40:20"
+    print(f"emulated compute, F:B:W = {cost} ms, W = 1, N = 2D; median of {a.steps - 1} steps "
+          f"after a warm-up")
+    print(f"{'scheme':<18} {'D':>3} {'N':>3} {'measured ms':>12} {'simulator ms':>13} "
+          f"{'ratio':>7} {'vs chimera-zb':>14}")
+    for d in (8, 16):
+        n = 2 * d
+        rows_out = []
+        for scheme, variant in (("chimera-zb", ""), ("chimera", "direct"),
+                                ("chimera", "halving"), ("zb-h1", ""), ("1f1b", "")):
+            extra = ["--set", f"parallel.variant={variant}"] if variant else []
+            if variant == "halving":  # half micro-batches: the configured one holds two samples
+                extra += ["--set", "parallel.micro_batch_size=2"]
+            out, rows = train(a.chimera, d, [
+                *EMULATION_MODEL, "--compute", "emulate", "--cost", cost,
+                "--set", f"parallel.scheme={scheme}", *extra, "--set", f"parallel.stages={d}",
+                "--set", f"parallel.micro_batches={n}", "--set", f"runtime.wait={a.wait}"],
+                              a.steps)
+            sim = float(re.search(r"simulator: ([0-9.]+) ms", out).group(1))
+            ms = statistics.median(r["iter_ms"] for r in rows[1:])
+            rows_out.append((f"{scheme} {variant}".strip(), ms, sim))
+        zb_ms = rows_out[0][1]
+        for label, ms, sim in rows_out:
+            print(f"{label:<18} {d:>3} {n:>3} {ms:>12.1f} {sim:>13.1f} {ms / sim:>7.3f} "
+                  f"{ms / zb_ms:>14.3f}", flush=True)
+
+
 def overlap(a):
     cost = a.cost or "10:20"
     with tempfile.TemporaryDirectory() as tmp:
@@ -149,15 +181,16 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("which", nargs="*", default=["emulation", "overlap", "overhead"])
     p.add_argument("--chimera", default=os.path.join(ROOT, "build", "release", "bin", "chimera"))
-    p.add_argument("--cost", help="emulated F:B in ms (default 20:40 for emulation, 10:20 for "
-                   "overlap)")
+    p.add_argument("--cost", help="emulated F:B[:W] in ms (default 20:40 for emulation, 10:20 "
+                   "for overlap, 20:40:20 for schemes)")
     p.add_argument("--steps", type=int, default=4, help="steps per run (the first warms up)")
     p.add_argument("--wait", default="doorbell", choices=["doorbell", "poll"],
                    help="emulation: how waiting ranks sleep (runtime.wait)")
     a = p.parse_args()
     os.chdir(ROOT)
     for which in a.which:
-        {"emulation": emulation, "overlap": overlap, "overhead": overhead}[which](a)
+        {"emulation": emulation, "overlap": overlap, "overhead": overhead,
+         "schemes": schemes}[which](a)
         print()
 
 

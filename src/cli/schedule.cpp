@@ -148,7 +148,8 @@ Run add_schedule_command(CLI::App& app) {
   auto& r = options->request;
   auto* scheme = sub->add_option(
       "--scheme", r.scheme,
-      "gpipe, 1f1b, gems, interleaved, chimera or zb-h1 (default chimera), or file:PATH: "
+      "gpipe, 1f1b, gems, interleaved, chimera, zb-h1, zb-v or dualpipev (default chimera), "
+      "or file:PATH: "
       "a schedule JSON (DESIGN §3) or a torch CSV (.csv), verified; -D and -N, if "
       "given, must be the file's");
   auto* stages = sub->add_option("-D,--stages", r.stages,
@@ -173,7 +174,8 @@ Run add_schedule_command(CLI::App& app) {
   sub->add_option("--cost", options->cost,
                   "op costs F:B or F:B:W for the simulation (grid, csv, svg), per micro-batch "
                   "through 1/D of the model. A doubled forward costs 2F, a halved backward B/2; "
-                  "zb-h1 splits B into I = B - W and W (I = W = B/2 without W). Default 1:1");
+                  "zb-h1, zb-v and dualpipev split B into I = B - W and W (I = W = B/2 without W). "
+                  "Default 1:1");
   sub->add_option("--allreduce", options->allreduce,
                   "time to move one stage's gradient once, in --cost units (default 0: no "
                   "allreduce). A stage's allreduce over r replicas takes 2(r-1)/r of it "

@@ -110,8 +110,8 @@ std::vector<Field> fields(Config& c) {
       {"model", "n_ctx", &c.model.n_ctx, "maximum sequence length (position embeddings)"},
       {"model", "vocab_size", &c.model.vocab_size, "vocabulary size V (GPT-2: 50257)"},
       {"parallel", "scheme", &c.parallel.scheme,
-       "pipeline scheme: gpipe, 1f1b, gems, interleaved, chimera, zb-h1, or file:PATH (a schedule "
-       "JSON, or PyTorch's compute-only CSV for a .csv name)"},
+       "pipeline scheme: gpipe, 1f1b, gems, interleaved, chimera, zb-h1, zb-v, dualpipev, or "
+       "file:PATH (a schedule JSON, or PyTorch's compute-only CSV for a .csv name)"},
       {"parallel", "stages", &c.parallel.stages, "D: pipeline stages (workers per pipeline group)"},
       {"parallel", "micro_batches", &c.parallel.micro_batches,
        "N: micro-batches per pipeline group and iteration"},

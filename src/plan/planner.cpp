@@ -44,10 +44,20 @@ SchemeChoice parse_scheme_choice(std::string_view text) {
 }
 
 std::vector<SchemeChoice> default_scheme_choices() {
-  return {{"gpipe", "", 0, 0},           {"1f1b", "", 0, 0},           {"gems", "", 0, 0},
-          {"interleaved", "", 0, 2},     {"interleaved", "", 0, 4},    {"chimera", "direct", 0, 0},
-          {"chimera", "doubling", 0, 0}, {"chimera", "halving", 0, 0}, {"chimera", "direct", 4, 0},
-          {"chimera", "direct", 8, 0},   {"zb-h1", "", 0, 0},          {"chimera-zb", "", 0, 0}};
+  return {{"gpipe", "", 0, 0},
+          {"1f1b", "", 0, 0},
+          {"gems", "", 0, 0},
+          {"interleaved", "", 0, 2},
+          {"interleaved", "", 0, 4},
+          {"chimera", "direct", 0, 0},
+          {"chimera", "doubling", 0, 0},
+          {"chimera", "halving", 0, 0},
+          {"chimera", "direct", 4, 0},
+          {"chimera", "direct", 8, 0},
+          {"zb-h1", "", 0, 0},
+          {"chimera-zb", "", 0, 0},
+          {"zb-v", "", 0, 0},
+          {"dualpipev", "", 0, 0}};
 }
 
 PlanResult plan(const PlanRequest& r, Predictor& predict) {

@@ -58,6 +58,12 @@ std::vector<int> up_placement(int D) {
   return p;
 }
 
+std::vector<int> v_placement(int D) {
+  std::vector<int> p(static_cast<std::size_t>(2 * D));
+  for (int s = 0; s < 2 * D; ++s) p[s] = s < D ? s : 2 * D - 1 - s;
+  return p;
+}
+
 void order_by_slot(Schedule& schedule, std::vector<std::vector<SlottedOp>> per_worker) {
   CHIMERA_CHECK(static_cast<int>(per_worker.size()) == schedule.workers, "{} workers laid out, {}",
                 per_worker.size(), schedule.workers);

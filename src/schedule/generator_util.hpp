@@ -22,6 +22,9 @@ Schedule make_shell(std::string scheme, std::string variant, int D, int stages, 
 std::vector<int> down_placement(int D);
 // Stage s on worker D-1-s.
 std::vector<int> up_placement(int D);
+// The V: 2D stages, worker w holds stage w and stage 2D-1-w (so worker 0 holds both ends of the
+// model, and worker D-1 hands stage D-1's output to stage D locally).
+std::vector<int> v_placement(int D);
 
 // An op laid out at a time slot by a slot-based generator.
 struct SlottedOp {

@@ -9,8 +9,9 @@
 namespace chimera::schedule {
 
 const std::vector<std::string>& scheme_names() {
-  static const std::vector<std::string> names = {"gpipe",   "1f1b",  "gems",      "interleaved",
-                                                 "chimera", "zb-h1", "chimera-zb"};
+  static const std::vector<std::string> names = {"gpipe",       "1f1b",    "gems",
+                                                 "interleaved", "chimera", "zb-h1",
+                                                 "chimera-zb",  "zb-v",    "dualpipev"};
   return names;
 }
 
@@ -86,6 +87,8 @@ Schedule generate(const ScheduleRequest& r) {
   if (r.scheme == "gpipe") return gpipe(D, N);
   if (r.scheme == "1f1b") return one_f_one_b(D, N);
   if (r.scheme == "zb-h1") return zb_h1(D, N);
+  if (r.scheme == "zb-v") return zb_v(D, N);
+  if (r.scheme == "dualpipev") return dualpipev(D, N);
   const std::string near = closest_match(r.scheme, scheme_names());
   throw InputError(fmt::format("unknown scheme '{}': use one of {} or file:PATH{}", r.scheme,
                                fmt::join(scheme_names(), ", "),

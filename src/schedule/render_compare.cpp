@@ -22,6 +22,8 @@ std::vector<Row> comparison_rows(int D, int N, int v) {
           row("gems", "gems"),
           row(fmt::format("interleaved v={}", v), "interleaved", "", 0, v),
           row("zb-h1", "zb-h1"),
+          row("zb-v", "zb-v"),
+          row("dualpipev", "dualpipev"),
           row("chimera direct", "chimera", "direct"),
           row("chimera doubling", "chimera", "doubling"),
           row("chimera halving", "chimera", "halving"),
@@ -34,9 +36,9 @@ std::string render_comparison(int D, int N, int virtual_stages) {
   const Costs equal = Costs::forward_backward(1, 1);
   const Costs double_backward = Costs::forward_backward(1, 2);
   std::string out = fmt::format(
-      "Schemes for D={} stages, N={} micro-batches. Makespan in units of F; zb-h1 splits B into "
-      "I = W = B/2.\nPeak activations in micro-batches per worker, weights in stages of 1/D of "
-      "the model per worker.\n\n",
+      "Schemes for D={} stages, N={} micro-batches. Makespan in units of F; zb-h1, zb-v and "
+      "dualpipev split B into I = W = B/2.\nPeak activations in micro-batches per worker, weights "
+      "in stages of 1/D of the model per worker.\n\n",
       D, N);
   const auto header =
       fmt::format("{:<26} {:>10} {:>8} {:>11} {:>8}  {:>10}  {:>7}\n", "scheme", "F=B: time",

@@ -11,9 +11,9 @@ namespace chimera::schedule {
 
 // What the user asked for: the [parallel] section of the run config, or `chimera schedule` flags.
 struct ScheduleRequest {
-  // gpipe | 1f1b | gems | interleaved | chimera | zb-h1, or file:PATH (a schedule JSON, or a
-  // torch CSV ending in .csv: read, verified, run as it is; stages and micro_batches, where not
-  // 0, must be the file's D and N).
+  // gpipe | 1f1b | gems | interleaved | chimera | zb-h1 | zb-v | dualpipev, or file:PATH (a
+  // schedule JSON, or a torch CSV ending in .csv: read, verified, run as it is; stages and
+  // micro_batches, where not 0, must be the file's D and N).
   std::string scheme;
   int stages = 0;          // D: workers of one pipeline group
   int micro_batches = 0;   // N: micro-batches per pipeline group and iteration
@@ -35,6 +35,9 @@ Schedule one_f_one_b(int D, int N);         // DAPPLE / PipeDream-Flush
 Schedule gems(int D, int N);                // two replicas, one micro-batch pair at a time
 Schedule interleaved(int D, int N, int v);  // Megatron virtual stages, stages = D * v
 Schedule zb_h1(int D, int N);               // zero-bubble H1: backward split into I and W
+// The V placements: stages = 2D, worker w holds stages w and 2D-1-w (detail in docs/schedules.md).
+Schedule zb_v(int D, int N);       // zero-bubble V: I/W split, W's fill the bubbles, peak D
+Schedule dualpipev(int D, int N);  // DeepSeek's DualPipeV, F&B pairs run in turn; N >= 2D
 // Chimera with `pipes` = 2f pipelines (f down, f up; f divides D/2) and variant
 // direct (N = kD, units concatenated), doubling (one forward op covers two micro-batches) or
 // halving (micro-batches split in two halves, mb_split = 2; forward ops cover two halves).

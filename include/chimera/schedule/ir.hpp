@@ -35,10 +35,10 @@ struct Op {
 };
 
 struct Schedule {
-  std::string scheme;     // gpipe | 1f1b | gems | interleaved | chimera | zb-h1
+  std::string scheme;     // gpipe | 1f1b | gems | interleaved | chimera | zb-h1 | zb-v | dualpipev
   std::string variant;    // chimera: direct | doubling | halving; "" otherwise
   int workers = 0;        // D
-  int stages = 0;         // model stages (D, or D*v for interleaved)
+  int stages = 0;         // model stages (D, D*v for interleaved, 2D for the V's)
   int micro_batches = 0;  // schedule micro-batch ids
   int mb_split = 1;       // schedule micro-batches per configured micro-batch (halving: 2)
   // Evaluation: only forwards, in the training schedule's order (schedule::forward_only). No

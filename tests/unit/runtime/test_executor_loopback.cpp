@@ -282,6 +282,8 @@ std::vector<Schedule> grid() {
       add("1f1b", D, N);
       add("gems", D, N);
       add("zb-h1", D, N);
+      add("zb-v", D, N);
+      if (N >= 2 * D) add("dualpipev", D, N);
       add("interleaved", D, N, "", 0, 2);
       add("chimera", D, N, "direct");
       add("chimera", D, N, "halving");
@@ -293,6 +295,8 @@ std::vector<Schedule> grid() {
   add("chimera", 8, 8, "doubling");
   add("gems", 3, 4);
   add("1f1b", 5, 7);
+  add("zb-v", 3, 1);  // fewer micro-batches than workers
+  add("dualpipev", 3, 7);
   return out;
 }
 

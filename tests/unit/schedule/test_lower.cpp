@@ -25,6 +25,8 @@ std::vector<Schedule> sample_schedules() {
       out.push_back(make_schedule(request("1f1b", D, N)));
       out.push_back(make_schedule(request("gems", D, N)));
       out.push_back(make_schedule(request("zb-h1", D, N)));
+      out.push_back(make_schedule(request("zb-v", D, N)));
+      if (N >= 2 * D) out.push_back(make_schedule(request("dualpipev", D, N)));
       out.push_back(make_schedule(request("interleaved", D, N, "", 0, 2)));
       out.push_back(make_schedule(request("chimera", D, N, "direct")));
       out.push_back(make_schedule(request("chimera", D, N, "halving")));

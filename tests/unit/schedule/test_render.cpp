@@ -85,13 +85,18 @@ TEST(Render, SvgDrawsEveryOpAndAllreduce) {
 
 TEST(Render, ComparisonCoversEverySchemeAndSaysWhyNot) {
   const std::string table = render_comparison(4, 8, 2);
-  for (const char* row : {"gpipe", "1f1b", "gems", "interleaved v=2", "zb-h1", "chimera direct",
-                          "chimera doubling", "chimera halving", "chimera direct, 4 pipes"}) {
+  for (const char* row :
+       {"gpipe", "1f1b", "gems", "interleaved v=2", "zb-h1", "zb-v", "dualpipev", "chimera direct",
+        "chimera doubling", "chimera halving", "chimera direct, 4 pipes"}) {
     EXPECT_NE(table.find(std::string("\n") + row + " "), std::string::npos) << row;
   }
   const std::string odd = render_comparison(5, 10, 2);
   EXPECT_NE(odd.find("chimera direct             n/a: chimera needs an even D"), std::string::npos)
       << odd;
+  const std::string short_batch = render_comparison(4, 4, 2);
+  EXPECT_NE(short_batch.find("dualpipev                  n/a: dualpipev needs N >= 2D"),
+            std::string::npos)
+      << short_batch;
 }
 
 }  // namespace

@@ -50,6 +50,16 @@ std::vector<Case> cases() {
          if (N < D) return std::nullopt;
          return std::make_pair(split_costs(1, 1, 1), 3.0 * N + (D - 1));
        }},
+      // The V's: worker D-1 waits (D-1)/2 for its first input, then never idles (test_vshape;
+      // zb-v's greedy reaches that bound up to D = 4 only).
+      {"zb-v", [](int D, int N) { return request("zb-v", D, N); }, always,
+       [](int D, int N) -> std::optional<std::pair<Costs, double>> {
+         if (N < D || D > 4) return std::nullopt;
+         return std::make_pair(split_costs(1, 1, 1), 3.0 * N + (D - 1) / 2.0);
+       }},
+      {"dualpipev", [](int D, int N) { return request("dualpipev", D, N); },
+       [](int D, int N) { return N >= 2 * D; },
+       [](int D, int N) { return std::make_pair(split_costs(1, 1, 1), 3.0 * N + (D - 1) / 2.0); }},
   };
   for (int v : {2, 3}) {
     out.push_back(

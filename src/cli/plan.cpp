@@ -339,7 +339,8 @@ Run add_plan_command(CLI::App& app) {
                   "optional, checked against W x N x B)");
   sub->add_option("--schemes", o->schemes,
                   "schemes to try, comma-separated: gpipe, 1f1b, gems, interleaved[:V], "
-                  "chimera[:VARIANT[:PIPES]], zb-h1, zb-v, dualpipev (default: all, with chimera "
+                  "chimera[:VARIANT[:PIPES]], zb-h1, chimera-zb, zb-v, dualpipev (default: all, "
+                  "with chimera "
                   "direct, doubling, halving, 4 and 8 pipes, interleaved v=2 and 4)")
       ->delimiter(',');
   sub->add_option("--max-micro-batch-size", o->max_micro_batch_size,

@@ -95,7 +95,7 @@ TEST(Planner, SchemeChoices) {
        {"chimaera", "gpipe:x", "interleaved:0", "chimera:direct:two", "chimera:a:2:3", ""}) {
     EXPECT_THROW(parse_scheme_choice(bad), InputError) << bad;
   }
-  EXPECT_EQ(default_scheme_choices().size(), 13U);
+  EXPECT_EQ(default_scheme_choices().size(), 14U);
   EXPECT_EQ(parse_scheme_choice("zb-v").scheme, "zb-v");
   EXPECT_EQ(parse_scheme_choice("dualpipev").scheme, "dualpipev");
   EXPECT_THROW(parse_scheme_choice("zb-v:2"), InputError);

@@ -75,14 +75,14 @@ TEST(Search, NeverWorseThanTheBestBuiltinAndWithinTheCap) {
   }
 }
 
-TEST(Search, ImprovesOnTheBestBuiltinForD5N5Cost121) {
-  // Odd D: no Chimera. The best built-in within D = 5 activations is zb-h1 at 3N + D - 1 = 19
-  // (F = I = W = 1); list scheduling the split ops on a placement with more stages per worker
-  // reaches the bound, 17.
-  const SearchResult r = search_schedule(options(5, 5, "1:2:1", 0, 0.3));
-  EXPECT_EQ(r.best_builtin, "zb-h1");
-  EXPECT_DOUBLE_EQ(r.builtin_makespan, 19);
-  EXPECT_LT(r.makespan, 19);
+TEST(Search, ImprovesOnTheBestBuiltinForD6N9Cost121) {
+  // N not a multiple of D: no Chimera direct. The best built-in within D = 6 activations is zb-v
+  // at 30.5 (F = I = W = 1); list scheduling the split ops on its V placement reaches the
+  // bound, 29.5.
+  const SearchResult r = search_schedule(options(6, 9, "1:2:1", 0, 0.3));
+  EXPECT_EQ(r.best_builtin, "zb-v");
+  EXPECT_DOUBLE_EQ(r.builtin_makespan, 30.5);
+  EXPECT_LT(r.makespan, 30.5);
   EXPECT_GE(r.makespan, r.lower_bound - 1e-9);
 }
 
@@ -107,7 +107,7 @@ TEST(Search, IsDeterministicForASeed) {
 }
 
 TEST(Search, RoundTripsThroughJsonAndRunsAsAFileScheme) {
-  const SearchResult r = search_schedule(options(5, 5, "1:2:1", 0, 0.1));
+  const SearchResult r = search_schedule(options(6, 9, "1:2:1", 0, 0.3));
   ASSERT_NE(r.schedule.variant.find("local search"), std::string::npos) << r.schedule.variant;
   const std::string text = schedule_to_json(r.schedule);
   const Schedule back = schedule_from_json(text);
@@ -118,9 +118,9 @@ TEST(Search, RoundTripsThroughJsonAndRunsAsAFileScheme) {
   EXPECT_TRUE(v.ok) << v.problem;
   EXPECT_DOUBLE_EQ(simulate(back, Costs::parse("1:2:1")).makespan, r.makespan);
   // What `chimera train --set parallel.scheme=file:PATH` calls.
-  const std::string path = ::testing::TempDir() + "searched_d5_n5.json";
+  const std::string path = ::testing::TempDir() + "searched_d6_n9.json";
   std::ofstream(path) << text;
-  const Schedule loaded = make_schedule(testing::request("file:" + path, 5, 5));
+  const Schedule loaded = make_schedule(testing::request("file:" + path, 6, 9));
   EXPECT_EQ(loaded.ops, r.schedule.ops);
 }
 

@@ -60,6 +60,9 @@ TEST(TorchCsv, RoundTripsEverySinglePlacementScheme) {
       request("interleaved", 2, 4, "", 0, 3),
       request("zb-h1", 4, 8),
       request("zb-h1", 3, 2),
+      request("zb-v", 4, 8),  // V placement: a rank holds stages w and 2D-1-w
+      request("zb-v", 3, 1),
+      request("dualpipev", 4, 8),
   };
   for (const ScheduleRequest& r : requests) {
     const Schedule s = make_schedule(r);
@@ -84,8 +87,9 @@ TEST(TorchCsv, RoundTripsEverySinglePlacementScheme) {
 }
 
 TEST(TorchCsv, RefusesReplicatedStages) {
-  for (const ScheduleRequest& r : {request("chimera", 4, 4), request("gems", 4, 4),
-                                   request("gems", 3, 4), request("chimera", 4, 8, "halving")}) {
+  for (const ScheduleRequest& r :
+       {request("chimera", 4, 4), request("gems", 4, 4), request("gems", 3, 4),
+        request("chimera", 4, 8, "halving"), request("chimera-zb", 4, 8)}) {
     const std::string what = input_error([&] { (void)schedule_to_torch_csv(make_schedule(r)); });
     EXPECT_NE(what.find("cannot write the " + r.scheme + " schedule as a torch CSV: stage"),
               std::string::npos)

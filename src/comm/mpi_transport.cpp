@@ -65,7 +65,7 @@ Transport::Request MpiTransport::send(const Message& m, const float* buffer) {
 
 bool MpiTransport::test(Request r) {
   Pending& p = pending_.at(static_cast<std::size_t>(r));
-  if (!p.done) {
+  if (!p.done && !p.send) {  // progress_all() has just tested the sends
     int done = 0;
     MPI_CHECK(MPI_Test(&p.request, &done, MPI_STATUS_IGNORE));
     p.done = done != 0;
@@ -74,7 +74,7 @@ bool MpiTransport::test(Request r) {
   return p.done;
 }
 
-bool MpiTransport::progress_all() {
+MpiTransport::Outstanding MpiTransport::progress_all() {
   bool sending = false;
   for (Pending& p : pending_) {
     if (!p.send || p.done || p.request == MPI_REQUEST_NULL) continue;
@@ -83,7 +83,8 @@ bool MpiTransport::progress_all() {
     p.done = done != 0;
     sending = sending || !p.done;
   }
-  return sums_.poll() || sending;
+  const bool summing = sums_.poll();
+  return {summing, sending};
 }
 
 void MpiTransport::wait(Request r, const WaitLabel& label) {
@@ -100,7 +101,8 @@ void MpiTransport::wait(Request r, const WaitLabel& label) {
         p.request, policy_,
         [](void* arg) {
           auto& x = *static_cast<Poll*>(arg);
-          return x.self->progress_all() || x.is_send;
+          const Outstanding o = x.self->progress_all();
+          return o.sums || o.sends || x.is_send;
         },
         &poll, bells_ && bells_->shared_with(p.peer) ? &*bells_ : nullptr, label);
     p.done = true;
@@ -121,7 +123,7 @@ void MpiTransport::start_sum(int key) {
 }
 
 bool MpiTransport::progress() {
-  return progress_all();
+  return progress_all().sums;
 }
 
 void MpiTransport::wait_sums(const WaitLabel& context) {

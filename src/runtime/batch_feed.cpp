@@ -6,21 +6,11 @@
 
 namespace chimera::runtime {
 
-BatchFeed::BatchFeed(const RunPlan& plan) : plan_(plan) {
-  const auto& sched = plan.schedule;
-  const auto& topo = plan.topology;
-  layout_ =
-      data::BatchLayout{topo.replicas, plan.config.parallel.micro_batches, plan.micro_batch_size};
-  const auto m = static_cast<std::size_t>(sched.micro_batches);
-  inputs_.tokens.assign(m, nullptr);
-  inputs_.targets.assign(m, nullptr);
-  batches_.resize(m);
-  if (plan.emulate) return;  // emulated stages read no tokens
-  for (int j = 0; j < sched.micro_batches; ++j) {
-    const auto& place = sched.placement.at(static_cast<std::size_t>(sched.pipe_of[j]));
-    if (place.front() == topo.worker || place.back() == topo.worker) needed_.push_back(j);
-  }
-  if (needed_.empty()) return;
+BatchFeed::BatchFeed(const RunPlan& plan)
+    : plan_(plan),
+      layout_{plan.topology.replicas, plan.config.parallel.micro_batches, plan.micro_batch_size},
+      batches_(plan.schedule, plan.topology.worker) {
+  if (plan.emulate || !batches_.any()) return;
   CHIMERA_REQUIRE(!plan.config.data.train.empty(),
                   "data.train is empty: name the training token shards (HDF5 from `chimera prep`), "
                   "e.g. --set data.train=data/austen/train.h5");
@@ -35,19 +25,11 @@ BatchFeed::BatchFeed(const RunPlan& plan) : plan_(plan) {
 }
 
 const MicroBatchInputs& BatchFeed::load(std::int64_t cursor) {
-  const int split = plan_.schedule.mb_split;
-  const auto half = static_cast<std::size_t>(plan_.schedule_mb_size);
-  for (const int j : needed_) {
-    const auto all =
-        data::train_micro_batch(*shuffle_, layout_, cursor, plan_.topology.replica, j / split);
-    const auto begin = all.begin() + static_cast<std::ptrdiff_t>((j % split) * half);
-    const std::vector<std::int64_t> samples(begin, begin + static_cast<std::ptrdiff_t>(half));
-    auto& b = batches_[static_cast<std::size_t>(j)];
-    b = data::read_batch(*dataset_, samples, plan_.seq_len);
-    inputs_.tokens[static_cast<std::size_t>(j)] = b.inputs.data();
-    inputs_.targets[static_cast<std::size_t>(j)] = b.targets.data();
-  }
-  return inputs_;
+  if (!dataset_) return batches_.inputs();  // emulated stages read no tokens
+  return batches_.read(
+      *dataset_, plan_.seq_len, static_cast<std::size_t>(plan_.schedule_mb_size), [&](int m) {
+        return data::train_micro_batch(*shuffle_, layout_, cursor, plan_.topology.replica, m);
+      });
 }
 
 }  // namespace chimera::runtime

@@ -21,15 +21,9 @@ Evaluator::Evaluator(const RunPlan& plan, model::GPT2Worker& worker, MessageStag
       worker_(worker),
       comms_(comms),
       wait_policy_(wait_policy),
-      compute_(worker, staging) {
-  // The validation schedule has the training schedule's micro-batches and pipes.
-  const auto& sched = plan.schedule;
-  const int me = plan.topology.worker;
-  for (int j = 0; j < sched.micro_batches; ++j) {
-    const auto& place = sched.placement.at(static_cast<std::size_t>(sched.pipe_of[j]));
-    if (place.front() == me || place.back() == me) needed_.push_back(j);
-  }
-  if (needed_.empty()) return;
+      compute_(worker, staging),
+      batches_(plan.schedule, plan.topology.worker) {
+  if (!batches_.any()) return;
   CHIMERA_REQUIRE(!plan.config.data.val.empty(),
                   "train.eval_every = {} needs a validation split: set data.val (HDF5 shards from "
                   "`chimera prep`)",
@@ -51,28 +45,19 @@ Evaluator::Pass& Evaluator::pass(std::unique_ptr<Pass>& pass,
 
 double Evaluator::evaluate() {
   Pass& validation = pass(validation_, &schedule::forward_only);
-  const auto& sched = validation.schedule;
   const auto& topo = plan_.topology;
-  const int split = sched.mb_split;
-  const auto half = static_cast<std::ptrdiff_t>(plan_.schedule_mb_size);
   const data::BatchLayout layout{topo.replicas, plan_.config.parallel.micro_batches,
                                  plan_.micro_batch_size};
-  const auto m = static_cast<std::size_t>(sched.micro_batches);
-  std::vector<data::TokenBatch> batches(m);
-  MicroBatchInputs inputs{std::vector<const std::int32_t*>(m, nullptr),
-                          std::vector<const std::int32_t*>(m, nullptr)};
   double total[2] = {0.0, 0.0};  // loss sum, micro-batches
   for (int e = 0; e < plan_.config.train.eval_batches; ++e) {
-    // Schedule micro-batch j is configured micro-batch j / mb_split, part j % mb_split of it.
-    for (const int j : needed_) {
-      const auto all = data::validation_micro_batch(dataset_->num_samples(plan_.seq_len), layout, e,
-                                                    topo.replica, j / split);
-      const auto begin = all.begin() + (j % split) * half;
-      auto& b = batches[static_cast<std::size_t>(j)];
-      b = data::read_batch(*dataset_, {begin, begin + half}, plan_.seq_len);
-      inputs.tokens[static_cast<std::size_t>(j)] = b.inputs.data();
-      inputs.targets[static_cast<std::size_t>(j)] = b.targets.data();
-    }
+    const MicroBatchInputs& inputs =
+        dataset_ ? batches_.read(
+                       *dataset_, plan_.seq_len, static_cast<std::size_t>(plan_.schedule_mb_size),
+                       [&](int m) {
+                         return data::validation_micro_batch(dataset_->num_samples(plan_.seq_len),
+                                                             layout, e, topo.replica, m);
+                       })
+                 : batches_.inputs();
     const IterationResult r = validation.executor.run(e, inputs, 1.0F, nullptr, 0.0);
     total[0] += r.loss_sum;
     total[1] += r.loss_count;

@@ -21,6 +21,7 @@
 #include "executor.hpp"
 #include "inference_compute.hpp"
 #include "message_staging.hpp"
+#include "schedule_batches.hpp"
 
 namespace chimera::runtime {
 
@@ -66,8 +67,8 @@ class Evaluator {
   comm::WaitPolicy wait_policy_;
   InferenceCompute compute_;
   std::unique_ptr<Pass> validation_, generation_;
+  ScheduleBatches batches_;  // the validation schedule reads the training one's micro-batches
   std::optional<data::TokenDataset> dataset_;
-  std::vector<int> needed_;  // validation micro-batches whose pipe starts or ends here
 };
 
 }  // namespace chimera::runtime

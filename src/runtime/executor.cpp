@@ -99,9 +99,9 @@ struct Executor::Impl {
     CHIMERA_CHECK(fresh, "stage {} micro-batch {} produced twice", stage, mb);
   }
 
-  // Recycles the buffers of completed sends and progresses the sums; returns whether a sum still
-  // runs.
-  bool poll() {
+  // Progresses sends and sums, then recycles the buffers of completed sends.
+  void poll() {
+    transport.progress();
     for (std::size_t i = 0; i < sends.size();) {
       if (transport.test(sends[i].request)) {
         release(sends[i].buffer);
@@ -111,7 +111,6 @@ struct Executor::Impl {
         ++i;
       }
     }
-    return transport.progress();
   }
 
   std::string message_label(const Message& m, bool send) const {

@@ -114,7 +114,10 @@ Schedule chimera_zb(int D, int N, int max_in_flight) {
     if (op.kind == OpKind::F) return op.stage == 0 ? 0.0 : ends.f(op.pipe, op.stage - 1, mb);
     return op.stage == last ? ends.f(op.pipe, op.stage, mb) : ends.i(op.pipe, op.stage + 1, mb);
   };
+  std::size_t remaining = 0;  // ops still to place: F, I and W per (stage, micro-batch)
+  for (const auto& w : workers) remaining += w.primary.size() * 3 / 2;
   auto place = [&](WorkerState& w, const Op& op) {
+    --remaining;
     w.out.push_back(op);
     w.clock += 1.0;  // F = I = W = 1
     const int mb = op.mbs.front();
@@ -130,8 +133,6 @@ Schedule chimera_zb(int D, int N, int max_in_flight) {
     }
   };
 
-  std::size_t remaining = 0;
-  for (const auto& w : workers) remaining += w.primary.size() * 3 / 2;  // F + I + W per pair
   const std::size_t give_up = 4 * remaining + 64;  // each op is placed after at most one idle
   for (std::size_t steps = 0; remaining > 0; ++steps) {
     CHIMERA_CHECK(steps < give_up, "chimera-zb list scheduling made no progress");
@@ -148,7 +149,6 @@ Schedule chimera_zb(int D, int N, int max_in_flight) {
     CHIMERA_CHECK(chosen >= 0,
                   "chimera-zb list scheduling: every worker waits (Chimera order bug)");
     WorkerState& w = workers[chosen];
-    --remaining;
     if (w.next >= w.primary.size()) {
       place(w, take_w(w));
       continue;
@@ -166,7 +166,6 @@ Schedule chimera_zb(int D, int N, int max_in_flight) {
       place(w, take_w(w));
     } else {
       w.clock = ready;  // idle until the input is in
-      ++remaining;      // nothing was placed
     }
   }
   for (int w = 0; w < D; ++w) s.ops[w] = std::move(workers[w].out);

@@ -46,9 +46,15 @@ class MpiTransport final : public Transport {
   };
   int tag(const schedule::Message& m) const;
   Request add(MPI_Request request, int peer, bool send);
-  // Tests the outstanding sends (a large message without a single-copy transport moves in
-  // fragments its sender pushes) and the sums; true while any needs this rank's progress.
-  bool progress_all();
+  // What still needs this rank's MPI progress: a running sum, or a send (a large message
+  // without a single-copy transport moves in fragments its sender pushes). A wait sleeps short
+  // while either does.
+  struct Outstanding {
+    bool sums = false;
+    bool sends = false;
+  };
+  // Tests every outstanding send and sum.
+  Outstanding progress_all();
 
   int micro_batches_;
   const Topology& topo_;

@@ -40,7 +40,8 @@ class Transport {
   // number of floats.
   virtual Request post_recv(const schedule::Message& m, float* buffer) = 0;
   virtual Request send(const schedule::Message& m, const float* buffer) = 0;
-  // True once `r` has completed (its buffer is free again); the request is then gone.
+  // True once `r` has completed (its buffer is free again); the request is then gone. Sends
+  // complete through progress(), which tests them all at once: call it first.
   virtual bool test(Request r) = 0;
   // Blocks until `r` has completed, progressing outstanding sends and sums meanwhile; `label`
   // names the wait if it never ends. The request is then gone.
@@ -50,7 +51,8 @@ class Transport {
   // key. Every rank registers its buffers before any sum starts.
   virtual int add_sum(const GradBuffer& buffer) = 0;
   virtual void start_sum(int key) = 0;
-  // Progresses outstanding sums and sends; true while any sum is still running.
+  // Progresses outstanding sums and sends; true while any sum is still running (an emulated op
+  // wakes up only for those: a real kernel progresses nothing either).
   virtual bool progress() = 0;
   // Blocks until every started sum has arrived; `context` ends the label of a wait that never
   // ends. Clears the timings of the previous call.

@@ -19,8 +19,10 @@ void add_receives(const Schedule& s, const detail::OpGraph& g, int id, InstrKind
 }  // namespace
 
 Program lower(const Schedule& schedule) {
-  const detail::OpGraph g = detail::verified_graph(schedule);
+  return detail::lower(schedule, detail::verified_graph(schedule));
+}
 
+Program detail::lower(const Schedule& schedule, const OpGraph& g) {
   // The last weight-gradient op (B or W) of each stage on each worker: GradReady follows it.
   std::vector<std::vector<int>> last_grad(static_cast<std::size_t>(schedule.workers),
                                           std::vector<int>(schedule.stages, -1));

@@ -63,6 +63,9 @@ std::string describe_waits(const std::string& first, const std::vector<std::stri
 // describing the first problem otherwise.
 OpGraph verified_graph(const Schedule& schedule);
 
+// lower() on a graph already verified (the simulator builds one anyway).
+Program lower(const Schedule& schedule, const OpGraph& graph);
+
 // The message an input becomes when it crosses workers.
 Message input_message(const Schedule& schedule, const OpGraph& graph, int consumer,
                       const OpInput& input);

@@ -84,14 +84,23 @@ struct Simulator::Graph {
 namespace {
 
 // The steps of `program` in an order that replays it: each worker's instructions in program
-// order, a WaitRecv only once its message's Send is in. Messages are numbered as they are sent.
+// order, a WaitRecv only once its message's Send is in. Messages are numbered by their Send.
 void order_steps(const Program& program, const detail::OpGraph& g, std::vector<ReplayStep>& steps,
                  std::vector<bool>& message_is_activation) {
   using Key = std::tuple<int, int, int, int>;  // payload, pipe, stage, mb
   auto key = [](const Message& m) {
     return Key{static_cast<int>(m.payload), m.pipe, m.stage, m.mb};
   };
-  std::map<Key, int> sent;
+  // Messages are numbered by their Send.
+  std::map<Key, int> number;
+  for (const auto& code : program.workers) {
+    for (const Instr& in : code) {
+      if (in.kind != InstrKind::Send) continue;
+      number.emplace(key(in.msg), static_cast<int>(message_is_activation.size()));
+      message_is_activation.push_back(in.msg.payload == Payload::Activation);
+    }
+  }
+  std::vector<bool> sent(message_is_activation.size(), false);
   std::vector<std::size_t> pc(program.workers.size(), 0);
   std::size_t done = 0, total = 0;
   for (const auto& code : program.workers) total += code.size();
@@ -103,32 +112,19 @@ void order_steps(const Program& program, const detail::OpGraph& g, std::vector<R
         const Instr& in = code[pc[w]];
         int arg = in.stage;
         if (in.kind == InstrKind::Compute) arg = g.id(static_cast<int>(w), in.op_index);
-        if (in.kind == InstrKind::Send) {
-          arg = static_cast<int>(message_is_activation.size());
-          sent.emplace(key(in.msg), arg);
-          message_is_activation.push_back(in.msg.payload == Payload::Activation);
-        }
-        if (in.kind == InstrKind::PostRecv || in.kind == InstrKind::WaitRecv) {
-          const auto it = sent.find(key(in.msg));
-          if (it == sent.end()) {
-            if (in.kind == InstrKind::WaitRecv) break;  // the sender has not got there yet
-            arg = -1;  // posted before its send: resolved when replayed
-          } else {
-            arg = it->second;
-          }
+        const bool message = in.kind == InstrKind::PostRecv || in.kind == InstrKind::WaitRecv ||
+                             in.kind == InstrKind::Send;
+        if (message) {
+          const auto it = number.find(key(in.msg));
+          CHIMERA_CHECK(it != number.end(), "the lowered program receives a message never sent");
+          arg = it->second;
+          if (in.kind == InstrKind::WaitRecv && !sent[arg]) break;  // the sender is not there yet
+          if (in.kind == InstrKind::Send) sent[arg] = true;
         }
         steps.push_back({in.kind, static_cast<int>(w), arg});
       }
     }
-    CHIMERA_CHECK(done > before, "the lowered program cannot be replayed (a receive never sent)");
-  }
-  // Receives posted before their send learn the message number now.
-  std::vector<std::size_t> at(program.workers.size(), 0);
-  for (std::size_t i = 0; i < steps.size(); ++i) {
-    auto& step = steps[i];
-    const Instr& in = program.workers[static_cast<std::size_t>(step.worker)]
-                                     [at[static_cast<std::size_t>(step.worker)]++];
-    if (step.kind == InstrKind::PostRecv && step.arg < 0) step.arg = sent.at(key(in.msg));
+    CHIMERA_CHECK(done > before, "the lowered program cannot be replayed");
   }
 }
 
@@ -136,7 +132,7 @@ void order_steps(const Program& program, const detail::OpGraph& g, std::vector<R
 
 Simulator::Simulator(const Schedule& schedule) {
   const detail::OpGraph g = detail::verified_graph(schedule);
-  const Program program = lower(schedule);
+  const Program program = detail::lower(schedule, g);
   auto graph = std::make_unique<Graph>();
   Graph& G = *graph;
   G.workers = schedule.workers;

@@ -28,6 +28,15 @@ target_include_directories(chimera_blis SYSTEM INTERFACE ${BLIS_INCLUDE_DIR})
 target_link_libraries(chimera_blis INTERFACE ${BLIS_LIBRARY} OpenMP::OpenMP_CXX)
 pkg_check_modules(PCRE2 REQUIRED IMPORTED_TARGET libpcre2-8)
 
+# oneDNN (Debian libdnnl-dev) for the CPU backend's bf16 GEMMs: its matmul picks AMX or
+# AVX-512-BF16 kernels from the CPU. Built with OpenMP, it shares our thread pool. Found by hand:
+# Debian's dnnl-config.cmake also requires the OpenCL headers of its GPU runtime, which we never use.
+find_path(DNNL_INCLUDE_DIR oneapi/dnnl/dnnl.hpp REQUIRED)
+find_library(DNNL_LIBRARY NAMES dnnl REQUIRED)
+add_library(chimera_dnnl INTERFACE)
+target_include_directories(chimera_dnnl SYSTEM INTERFACE ${DNNL_INCLUDE_DIR})
+target_link_libraries(chimera_dnnl INTERFACE ${DNNL_LIBRARY})
+
 if(CHIMERA_BUILD_TESTS)
   find_package(GTest REQUIRED)
 endif()

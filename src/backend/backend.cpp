@@ -31,13 +31,7 @@ std::vector<std::string> available_backends() {
 }
 
 std::unique_ptr<Backend> make_backend(BackendKind kind, const BackendOptions& options) {
-  if (kind == BackendKind::Cpu) {
-    CHIMERA_REQUIRE(options.precision == "fp32",
-                    "runtime.precision = '{}' needs runtime.backend = 'cuda': the CPU backend "
-                    "computes in fp32 only",
-                    options.precision);
-    return std::make_unique<cpu::CpuBackend>();
-  }
+  if (kind == BackendKind::Cpu) return cpu::make_cpu_backend(options.precision);
   if (cuda_linked()) return cuda::make_cuda_backend(options);
   throw InputError(
       fmt::format("runtime.backend = 'cuda': this build has no CUDA backend (built: {}); "

@@ -41,8 +41,13 @@ struct AdamWArgs {
 
 // How make_backend sets a backend up.
 struct BackendOptions {
-  // GEMM arithmetic (runtime.precision): "fp32" everywhere; the CUDA backend also takes "tf32"
-  // and "bf16" (tensor cores on fp32 storage; every other kernel stays fp32).
+  // GEMM arithmetic (runtime.precision), on fp32 storage; every other kernel stays fp32:
+  //  - "fp32" everywhere;
+  //  - "bf16": operands rounded to bf16, fp32 accumulation (CUDA: tensor cores of Ampere or
+  //    newer; CPU: oneDNN on AMX or AVX-512-BF16, refused on a CPU with neither);
+  //  - "bf16-emulated" (CPU): the bf16 rounding of operands on the fp32 GEMM, for tests;
+  //  - "tf32" (CUDA);
+  //  - "auto": bf16 where the device has bf16 units, else fp32.
   std::string precision = "fp32";
   // CUDA: the rank's index among the ranks of its node; the device is local_rank % devices.
   // -1: from the launcher's environment (docs/cuda.md), 0 when it says nothing.
@@ -164,6 +169,12 @@ class Backend {
                             const AdamWArgs& args) = 0;
   // sum_i x[i]^2 accumulated in double.
   virtual double sum_of_squares(const float* x, Index n) = 0;
+
+  // --- weights --------------------------------------------------------------------------
+  // data[0..n) holds weights, which the caller changes only through this backend's calls
+  // (copy_from_host, copy, fill_zero, accumulate, adamw_update). A backend may then keep GEMM
+  // operands converted from them (bf16) until one of those calls writes there.
+  virtual void register_weights(const float* /*data*/, Index /*n*/) {}
 
   // --- placement, for the runtime (defaults describe a host-memory backend) ---------------
   // True when backend memory is host memory that MPI can read and write directly.

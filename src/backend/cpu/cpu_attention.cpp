@@ -42,9 +42,9 @@ void CpuBackend::attention_forward(float* out, float* att, const float* qkv, Ind
     const Index b = bh / H, h = bh % H;
     const float* q = qkv + b * T * 3 * C + h * hs;  // k at + C, v at + 2C; row stride 3C
     float* p = att + bh * T * T;
-    gemm_single_thread(Trans::No, Trans::Yes, T, T, hs, scale, q, 3 * C, q + C, 3 * C, 0.0F, p, T);
+    gemm_one_thread(Trans::No, Trans::Yes, T, T, hs, scale, q, 3 * C, q + C, 3 * C, 0.0F, p, T);
     for (Index t = 0; t < T; ++t) causal_softmax_row(p + t * T, t, T);
-    gemm_single_thread(Trans::No, Trans::No, T, hs, T, 1.0F, p, T, q + 2 * C, 3 * C, 0.0F,
+    gemm_one_thread(Trans::No, Trans::No, T, hs, T, 1.0F, p, T, q + 2 * C, 3 * C, 0.0F,
                        out + b * T * C + h * hs, C);
   }
 }
@@ -62,13 +62,13 @@ void CpuBackend::attention_backward(float* dqkv, float* datt, const float* dout,
     const float* p = att + bh * T * T;
     float* ds = datt + bh * T * T;
     // datt = dy v^T;  dv = att^T dy
-    gemm_single_thread(Trans::No, Trans::Yes, T, T, hs, 1.0F, dy, C, q + 2 * C, 3 * C, 0.0F, ds, T);
-    gemm_single_thread(Trans::Yes, Trans::No, T, hs, T, 1.0F, p, T, dy, C, 0.0F, dq + 2 * C, 3 * C);
+    gemm_one_thread(Trans::No, Trans::Yes, T, T, hs, 1.0F, dy, C, q + 2 * C, 3 * C, 0.0F, ds, T);
+    gemm_one_thread(Trans::Yes, Trans::No, T, hs, T, 1.0F, p, T, dy, C, 0.0F, dq + 2 * C, 3 * C);
     for (Index t = 0; t < T; ++t)
       causal_softmax_backward_row(ds + t * T, p + t * T, ds + t * T, t, T);
     // dq = scale ds k;  dk = scale ds^T q
-    gemm_single_thread(Trans::No, Trans::No, T, hs, T, scale, ds, T, q + C, 3 * C, 0.0F, dq, 3 * C);
-    gemm_single_thread(Trans::Yes, Trans::No, T, hs, T, scale, ds, T, q, 3 * C, 0.0F, dq + C,
+    gemm_one_thread(Trans::No, Trans::No, T, hs, T, scale, ds, T, q + C, 3 * C, 0.0F, dq, 3 * C);
+    gemm_one_thread(Trans::Yes, Trans::No, T, hs, T, scale, ds, T, q, 3 * C, 0.0F, dq + C,
                        3 * C);
   }
 }

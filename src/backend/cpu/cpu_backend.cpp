@@ -6,7 +6,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <utility>
 
+#include "bf16_gemm.hpp"
 #include "chimera/core/error.hpp"
 #include "parallel.hpp"
 
@@ -16,12 +18,33 @@ namespace {
 constexpr std::size_t kAlignment = 64;
 }
 
-CpuBackend::CpuBackend() {
+CpuBackend::CpuBackend(CpuPrecision precision, std::string note) : note_(std::move(note)) {
   select_blis_kernels();
+  if (precision != CpuPrecision::Fp32) {
+    bf16_ = Bf16Gemm::make(precision == CpuPrecision::Bf16 ? Bf16Gemm::Kind::OneDnn
+                                                           : Bf16Gemm::Kind::Emulated);
+  }
 }
 
+CpuBackend::~CpuBackend() = default;
+
 std::string CpuBackend::description() const {
-  return fmt::format("cpu: {}, {} OpenMP threads", blis_description(), omp_get_max_threads());
+  std::string gemms = bf16_ ? bf16_->description() : "fp32 GEMMs";
+  if (!note_.empty()) gemms += fmt::format(" ({})", note_);
+  return fmt::format("cpu: {}, {}, {} OpenMP threads", blis_description(), gemms,
+                     omp_get_max_threads());
+}
+
+void CpuBackend::register_weights(const float* data, Index n) {
+  if (bf16_) bf16_->register_weights(data, n);
+}
+
+std::uint64_t CpuBackend::weight_conversions() const {
+  return bf16_ ? bf16_->weight_conversions() : 0;
+}
+
+void CpuBackend::written(const void* dst, std::size_t bytes) {
+  if (bf16_) bf16_->weights_written(dst, bytes);
 }
 
 void* CpuBackend::allocate(std::size_t bytes) {
@@ -39,6 +62,7 @@ void CpuBackend::deallocate(void* ptr) noexcept {
 }
 
 void CpuBackend::copy_from_host(void* dst, const void* host_src, std::size_t bytes) {
+  written(dst, bytes);
   if (bytes > 0) std::memcpy(dst, host_src, bytes);
 }
 
@@ -47,10 +71,12 @@ void CpuBackend::copy_to_host(void* host_dst, const void* src, std::size_t bytes
 }
 
 void CpuBackend::copy(void* dst, const void* src, std::size_t bytes) {
+  written(dst, bytes);
   if (bytes > 0 && dst != src) std::memcpy(dst, src, bytes);
 }
 
 void CpuBackend::fill_zero(void* dst, std::size_t bytes) {
+  written(dst, bytes);
   // The gradient reset clears ~100 MB per step; one thread's stores fall short of the memory
   // bandwidth, so large fills split into one contiguous stretch per thread.
   const auto floats = static_cast<Index>(bytes / sizeof(float));

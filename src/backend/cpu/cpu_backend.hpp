@@ -1,14 +1,26 @@
 #pragma once
-// The CPU backend: BLIS for GEMM, OpenMP for the kernels, threads from OMP_NUM_THREADS.
+// The CPU backend: BLIS for GEMM (oneDNN for bf16 GEMMs), OpenMP for the kernels, threads from
+// OMP_NUM_THREADS.
 // Every kernel parallelises over rows or columns only, so its results do not depend on the
 // thread count; reductions use a fixed order (vector_math.hpp).
+#include <memory>
+#include <optional>
+#include <string>
+
 #include "chimera/backend/backend.hpp"
 
 namespace chimera::backend::cpu {
 
+class Bf16Gemm;
+
+// runtime.precision on the CPU: GEMM operands in fp32 or bf16 (every other kernel is fp32).
+enum class CpuPrecision { Fp32, Bf16, Bf16Emulated };
+
 class CpuBackend final : public Backend {
  public:
-  CpuBackend();
+  // `note` (if any) follows the GEMM precision in description(), e.g. why auto chose fp32.
+  explicit CpuBackend(CpuPrecision precision = CpuPrecision::Fp32, std::string note = {});
+  ~CpuBackend() override;
 
   std::string description() const override;
 
@@ -61,8 +73,33 @@ class CpuBackend final : public Backend {
   void adamw_update(float* params, const float* grads, float* m, float* v, Index n,
                     const AdamWArgs& args) override;
   double sum_of_squares(const float* x, Index n) override;
+
+  void register_weights(const float* data, Index n) override;
+  // How many times bf16 copies of registered weights were made (0 in fp32).
+  std::uint64_t weight_conversions() const;
+
+ private:
+  // One GEMM on the calling thread at the backend's precision (attention heads, batched GEMMs).
+  void gemm_one_thread(Trans trans_a, Trans trans_b, Index m, Index n, Index k, float alpha,
+                       const float* a, Index lda, const float* b, Index ldb, float beta, float* c,
+                       Index ldc);
+  // Tells the bf16 GEMMs that [dst, dst + bytes) was written (their weight copies may be stale).
+  void written(const void* dst, std::size_t bytes);
+
+  std::unique_ptr<Bf16Gemm> bf16_;  // null in fp32
+  std::string note_;
 };
 
+// The CPU backend at runtime.precision (fp32, bf16, bf16-emulated, auto); InputError when bf16
+// cannot run on this CPU or the precision is unknown.
+std::unique_ptr<Backend> make_cpu_backend(const std::string& precision);
+// Why this CPU cannot run bf16 GEMMs (no AMX-BF16 or AVX-512-BF16), or nullopt when it can.
+std::optional<std::string> bf16_unsupported();
+
+// An fp32 BLIS GEMM (row-major) on the OpenMP team, split into slabs of C (cpu_gemm.cpp).
+void gemm_fp32(Trans trans_a, Trans trans_b, Index m, Index n, Index k, float alpha,
+               const float* a, Index lda, const float* b, Index ldb, float beta, float* c,
+               Index ldc);
 // One single-threaded BLIS GEMM (row-major), for kernels that parallelise over many GEMMs.
 void gemm_single_thread(Trans trans_a, Trans trans_b, Index m, Index n, Index k, float alpha,
                         const float* a, Index lda, const float* b, Index ldb, float beta, float* c,

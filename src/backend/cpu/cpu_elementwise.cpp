@@ -15,6 +15,7 @@ constexpr float kGeluCubic = 0.044715F;
 }  // namespace
 
 void CpuBackend::accumulate(float* dst, const float* src, Index n) {
+  written(dst, static_cast<std::size_t>(n) * sizeof(float));
 #pragma omp parallel for schedule(dynamic, kDynamicChunk) if (n >= kParallelMinElements)
   for (Index i = 0; i < n; ++i) dst[i] += src[i];
 }

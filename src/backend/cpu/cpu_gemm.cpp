@@ -16,6 +16,7 @@
 #include <string>
 
 #include "chimera/core/error.hpp"
+#include "bf16_gemm.hpp"
 #include "cpu_backend.hpp"
 
 namespace chimera::backend::cpu {
@@ -82,9 +83,9 @@ Index slab_count(Index extent, int threads) {
 
 }  // namespace
 
-void CpuBackend::gemm(Trans trans_a, Trans trans_b, Index m, Index n, Index k, float alpha,
-                      const float* a, Index lda, const float* b, Index ldb, float beta, float* c,
-                      Index ldc) {
+void gemm_fp32(Trans trans_a, Trans trans_b, Index m, Index n, Index k, float alpha,
+               const float* a, Index lda, const float* b, Index ldb, float beta, float* c,
+               Index ldc) {
   const int threads = threads_for(m, n, k);
   if (threads == 1) {
     gemm_single_thread(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
@@ -113,6 +114,27 @@ void CpuBackend::gemm(Trans trans_a, Trans trans_b, Index m, Index n, Index k, f
   }
 }
 
+void CpuBackend::gemm(Trans trans_a, Trans trans_b, Index m, Index n, Index k, float alpha,
+                      const float* a, Index lda, const float* b, Index ldb, float beta, float* c,
+                      Index ldc) {
+  if (bf16_) {
+    bf16_->gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc,
+                threads_for(m, n, k) > 1);
+  } else {
+    gemm_fp32(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  }
+}
+
+void CpuBackend::gemm_one_thread(Trans trans_a, Trans trans_b, Index m, Index n, Index k,
+                                 float alpha, const float* a, Index lda, const float* b,
+                                 Index ldb, float beta, float* c, Index ldc) {
+  if (bf16_) {
+    bf16_->gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, false);
+  } else {
+    gemm_single_thread(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  }
+}
+
 void CpuBackend::gemm_strided_batched(Trans trans_a, Trans trans_b, Index m, Index n, Index k,
                                       float alpha, const float* a, Index lda, Index stride_a,
                                       const float* b, Index ldb, Index stride_b, float beta,
@@ -121,8 +143,8 @@ void CpuBackend::gemm_strided_batched(Trans trans_a, Trans trans_b, Index m, Ind
   if (threads > 1 && batch >= threads) {
 #pragma omp parallel for schedule(static) num_threads(threads)
     for (Index i = 0; i < batch; ++i) {
-      gemm_single_thread(trans_a, trans_b, m, n, k, alpha, a + i * stride_a, lda, b + i * stride_b,
-                         ldb, beta, c + i * stride_c, ldc);
+      gemm_one_thread(trans_a, trans_b, m, n, k, alpha, a + i * stride_a, lda, b + i * stride_b,
+                      ldb, beta, c + i * stride_c, ldc);
     }
   } else {
     for (Index i = 0; i < batch; ++i) {

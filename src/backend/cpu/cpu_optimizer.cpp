@@ -15,6 +15,7 @@ constexpr Index kSquaresChunk = 16384;
 
 void CpuBackend::adamw_update(float* params, const float* grads, float* m, float* v, Index n,
                               const AdamWArgs& a) {
+  written(params, static_cast<std::size_t>(n) * sizeof(float));
   // The same operations, in the same order, as torch.optim.AdamW (single-tensor path). GCC
   // vectorises the loop (sqrt without errno: src/backend/CMakeLists.txt); the static schedule gives
   // each thread one contiguous stretch of the arrays, which a memory-bound loop streams best.

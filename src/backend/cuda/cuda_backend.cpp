@@ -22,7 +22,9 @@ double mib(std::size_t bytes) {
 
 cublasComputeType_t compute_type_for(const std::string& precision, const DeviceInfo& device) {
   CHIMERA_REQUIRE(precision == "fp32" || precision == "tf32" || precision == "bf16",
-                  "runtime.precision = '{}': expected fp32, tf32 or bf16", precision);
+                  "runtime.precision = '{}' on the CUDA backend: expected fp32, tf32, bf16 or "
+                  "auto (bf16-emulated is the CPU backend's)",
+                  precision);
   if (precision == "fp32") return CUBLAS_COMPUTE_32F;
   CHIMERA_REQUIRE(device.major >= 8,
                   "runtime.precision = '{}' needs tensor cores of compute capability 8.0 or newer "
@@ -68,6 +70,8 @@ CudaBackend::CudaBackend(const BackendOptions& options) : precision_(options.pre
   device_ = local_rank % count;
   CUDA_CHECK(cudaSetDevice(device_));
   info_ = query_device(device_);
+  // auto: bf16 on tensor cores where the device has them (Ampere and newer).
+  if (precision_ == "auto") precision_ = info_.major >= 8 ? "bf16" : "fp32";
   compute_type_ = compute_type_for(precision_, info_);
 
   CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));

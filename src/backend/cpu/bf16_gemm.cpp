@@ -1,0 +1,146 @@
+// The two bf16 GEMMs of the CPU backend and the converted copies of weights (bf16_gemm.hpp).
+#include "bf16_gemm.hpp"
+
+#include <map>
+#include <tuple>
+
+#include "bf16.hpp"
+#include "chimera/core/error.hpp"
+#include "cpu_backend.hpp"
+#include "onednn_matmul.hpp"
+
+namespace chimera::backend::cpu {
+
+void Bf16Gemm::register_weights(const float* data, Index n) {
+  const std::lock_guard lock(mutex_);
+  const auto* begin = reinterpret_cast<const std::byte*>(data);
+  ranges_.push_back({begin, begin + n * static_cast<Index>(sizeof(float)), 1});
+}
+
+void Bf16Gemm::weights_written(const void* dst, std::size_t bytes) {
+  const std::lock_guard lock(mutex_);
+  const auto* begin = static_cast<const std::byte*>(dst);
+  const auto* end = begin + bytes;
+  for (Range& r : ranges_) {
+    if (begin < r.end && r.begin < end) ++r.generation;
+  }
+}
+
+int Bf16Gemm::weight_range(const float* src, Index rows, Index cols, Index ld) const {
+  if (rows == 0 || cols == 0) return -1;
+  const auto* begin = reinterpret_cast<const std::byte*>(src);
+  const auto* end = reinterpret_cast<const std::byte*>(src + (rows - 1) * ld + cols);
+  for (std::size_t i = 0; i < ranges_.size(); ++i) {
+    if (ranges_[i].begin <= begin && end <= ranges_[i].end) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+namespace {
+
+// Operands converted to `Element` (bf16 bits for oneDNN, bf16-rounded floats for the emulation),
+// stored densely (row stride = columns) in the orientation the caller stored them.
+template <typename Element>
+class ConvertingGemm : public Bf16Gemm {
+ public:
+  void gemm(Trans trans_a, Trans trans_b, Index m, Index n, Index k, float alpha, const float* a,
+            Index lda, const float* b, Index ldb, float beta, float* c, Index ldc,
+            bool team) final {
+    const Index a_rows = trans_a == Trans::No ? m : k, a_cols = trans_a == Trans::No ? k : m;
+    const Index b_rows = trans_b == Trans::No ? k : n, b_cols = trans_b == Trans::No ? n : k;
+    thread_local std::vector<Element> a_scratch, b_scratch;
+    const Element* a_converted = operand(a, a_rows, a_cols, lda, a_scratch, team);
+    const Element* b_converted = operand(b, b_rows, b_cols, ldb, b_scratch, team);
+    compute(trans_a, trans_b, m, n, k, alpha, a_converted, a_cols, b_converted, b_cols, beta, c,
+            ldc, team);
+  }
+
+ protected:
+  virtual void compute(Trans trans_a, Trans trans_b, Index m, Index n, Index k, float alpha,
+                       const Element* a, Index lda, const Element* b, Index ldb, float beta,
+                       float* c, Index ldc, bool team) = 0;
+
+ private:
+  static void convert(Element* dst, const float* src, Index rows, Index cols, Index ld, bool team) {
+    if constexpr (std::is_same_v<Element, float>) {
+      round_to_bf16(dst, src, rows, cols, ld, team);
+    } else {
+      convert_to_bf16(dst, src, rows, cols, ld, team);
+    }
+  }
+
+  // The converted stored matrix: a current copy of registered weights, else `scratch`.
+  const Element* operand(const float* src, Index rows, Index cols, Index ld,
+                         std::vector<Element>& scratch, bool team) {
+    {
+      const std::lock_guard lock(mutex_);
+      const int range = weight_range(src, rows, cols, ld);
+      if (range >= 0) {
+        Copy& copy = copies_[{src, rows, cols, ld}];
+        const std::uint64_t generation = ranges_[static_cast<std::size_t>(range)].generation;
+        if (copy.generation != generation) {
+          copy.data.resize(static_cast<std::size_t>(rows * cols));
+          convert(copy.data.data(), src, rows, cols, ld, team);
+          copy.generation = generation;
+          ++weight_conversions_;
+        }
+        return copy.data.data();
+      }
+    }
+    scratch.resize(static_cast<std::size_t>(rows * cols));
+    convert(scratch.data(), src, rows, cols, ld, team);
+    return scratch.data();
+  }
+
+  struct Copy {
+    std::uint64_t generation = 0;  // of its range when converted; ranges start at 1
+    std::vector<Element> data;
+  };
+  std::map<std::tuple<const float*, Index, Index, Index>, Copy> copies_;
+};
+
+class EmulatedBf16Gemm final : public ConvertingGemm<float> {
+ public:
+  std::string description() const override {
+    return "bf16 GEMMs emulated (operands rounded to bf16, fp32 BLIS)";
+  }
+
+ protected:
+  void compute(Trans trans_a, Trans trans_b, Index m, Index n, Index k, float alpha,
+               const float* a, Index lda, const float* b, Index ldb, float beta, float* c,
+               Index ldc, bool team) override {
+    if (team) {
+      gemm_fp32(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    } else {
+      gemm_single_thread(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    }
+  }
+};
+
+class OnednnBf16Gemm final : public ConvertingGemm<Bf16Bits> {
+ public:
+  OnednnBf16Gemm() : matmul_(OperandType::Bf16) {}
+  std::string description() const override {
+    return "bf16 GEMMs on " + OnednnMatmul::description();
+  }
+
+ protected:
+  // oneDNN uses the OpenMP team, or only this thread inside a parallel region (attention heads).
+  void compute(Trans trans_a, Trans trans_b, Index m, Index n, Index k, float alpha,
+               const Bf16Bits* a, Index lda, const Bf16Bits* b, Index ldb, float beta, float* c,
+               Index ldc, bool /*team*/) override {
+    matmul_.run(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  }
+
+ private:
+  OnednnMatmul matmul_;
+};
+
+}  // namespace
+
+std::unique_ptr<Bf16Gemm> Bf16Gemm::make(Kind kind) {
+  if (kind == Kind::Emulated) return std::make_unique<EmulatedBf16Gemm>();
+  return std::make_unique<OnednnBf16Gemm>();
+}
+
+}  // namespace chimera::backend::cpu

@@ -1,0 +1,59 @@
+#pragma once
+// GEMMs of the CPU backend at runtime.precision = bf16 or bf16-emulated: both operands rounded to
+// bf16, products summed in fp32, C in fp32 (the CUDA backend's bf16 meaning).
+//  - bf16: oneDNN's matmul on bf16 operands (AMX or AVX-512-BF16 kernels).
+//  - bf16-emulated: the operands rounded to bf16 values in fp32, then the fp32 BLIS GEMM. A
+//    product of two bf16 values is exact in fp32, so this differs from the hardware only in the
+//    order of the fp32 sums; it gives the bf16 numerics on any CPU, for tests, and like the fp32
+//    GEMM its bits do not depend on the thread count.
+//
+// Weights are converted once per change, not on every GEMM: the model registers its weight
+// buffers, the backend reports every write into them (copies, AdamW), and a GEMM operand that
+// lies in a registered buffer is read from its converted copy while that copy is current.
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "chimera/backend/backend.hpp"
+
+namespace chimera::backend::cpu {
+
+class Bf16Gemm {
+ public:
+  enum class Kind { OneDnn, Emulated };
+  // Throws InputError (saying why) when Kind::OneDnn cannot run on this CPU.
+  static std::unique_ptr<Bf16Gemm> make(Kind kind);
+  virtual ~Bf16Gemm() = default;
+
+  // C = alpha * op(A) op(B) + beta * C; on the OpenMP team when `team`, else on this thread.
+  virtual void gemm(Trans trans_a, Trans trans_b, Index m, Index n, Index k, float alpha,
+                    const float* a, Index lda, const float* b, Index ldb, float beta, float* c,
+                    Index ldc, bool team) = 0;
+  // "bf16 GEMMs: oneDNN 2.6.3 (avx512_core_amx)" or "bf16 GEMMs emulated on fp32 BLIS".
+  virtual std::string description() const = 0;
+
+  void register_weights(const float* data, Index n);
+  // Every converted copy of registered weights that [dst, dst + bytes) overlaps becomes stale.
+  void weights_written(const void* dst, std::size_t bytes);
+  // How many weight conversions ran (a test sees the cache work).
+  std::uint64_t weight_conversions() const { return weight_conversions_; }
+
+ protected:
+  Bf16Gemm() = default;
+  // The registered buffer that holds the whole stored matrix, as an index into ranges_ (-1: none).
+  int weight_range(const float* src, Index rows, Index cols, Index ld) const;
+
+  struct Range {
+    const std::byte* begin;
+    const std::byte* end;
+    std::uint64_t generation = 0;
+  };
+  std::vector<Range> ranges_;
+  mutable std::mutex mutex_;  // guards ranges_ and the converted copies
+  std::uint64_t weight_conversions_ = 0;
+};
+
+}  // namespace chimera::backend::cpu

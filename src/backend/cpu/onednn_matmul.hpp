@@ -1,0 +1,50 @@
+#pragma once
+// Row-major GEMMs through oneDNN's matmul primitive, with operands of one data type (bf16 on the
+// CPU's matrix units; f32 where a test checks the plumbing on any CPU) and an fp32 result with
+// fp32 accumulation. oneDNN picks its kernel (AMX, AVX-512-BF16, ...) from the CPU.
+//
+// Primitives are created once per GEMM shape and reused across calls and steps; each thread
+// executes on its own stream with its own scratchpad, so calls from an OpenMP region (one per
+// attention head) run concurrently, each on one thread.
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <tuple>
+
+#include "chimera/backend/backend.hpp"
+
+namespace chimera::backend::cpu {
+
+enum class OperandType { F32, Bf16 };
+
+class OnednnMatmul {
+ public:
+  explicit OnednnMatmul(OperandType operands);
+  ~OnednnMatmul();
+  OnednnMatmul(const OnednnMatmul&) = delete;
+  OnednnMatmul& operator=(const OnednnMatmul&) = delete;
+
+  // C = alpha * op(A) op(B) + beta * C with beta 0 or 1; A and B hold elements of the operand
+  // type. Runs on the OpenMP team, or on the calling thread inside a parallel region.
+  void run(Trans trans_a, Trans trans_b, Index m, Index n, Index k, float alpha, const void* a,
+           Index lda, const void* b, Index ldb, float beta, float* c, Index ldc);
+
+  // Why oneDNN cannot run GEMMs with `operands` on this CPU, or nullopt when it can.
+  static std::optional<std::string> unsupported(OperandType operands);
+  // "oneDNN 2.6.3 (avx512_core_amx)": the version and the ISA its kernels use here.
+  static std::string description();
+
+ private:
+  struct Primitive;
+  using Key = std::tuple<bool, bool, Index, Index, Index, Index, Index, Index, std::uint32_t, bool>;
+  const Primitive& primitive(const Key& key);
+
+  OperandType operands_;
+  std::mutex mutex_;  // guards primitives_ (entries are never removed, so references stay valid)
+  std::map<Key, std::unique_ptr<Primitive>> primitives_;
+};
+
+}  // namespace chimera::backend::cpu

@@ -65,12 +65,13 @@ class RealCompute final : public RunCompute {
     options.local_rank = local_rank.rank;
     comm::all_or_none(world,
                       [&] { backend_ = backend::make_backend(config.runtime.backend, options); });
+    // Says which GEMM precision runs, and why, where runtime.precision = auto chose.
+    log::info("backend {}", backend_->description());
     if (!backend_->host_memory()) {
       const GpuFacts facts = gather_gpu_facts(world, *backend_, plan_.schedule, plan_.program);
       comm::all_or_none(world, [&] {
         paths_ = choose_gpu_paths(config.runtime.messages, config.runtime.allreduce, facts);
       });
-      log::info("{}", backend_->description());
       log::info("{}", paths_.reason);
       grad_sums_ = std::make_unique<GradSums>(*backend_, paths_.sums, comms, plan_.topology);
     }

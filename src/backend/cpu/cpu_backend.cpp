@@ -30,7 +30,7 @@ CpuBackend::~CpuBackend() = default;
 
 std::string CpuBackend::description() const {
   std::string gemms = bf16_ ? bf16_->description() : "fp32 GEMMs";
-  if (!note_.empty()) gemms += fmt::format(" ({})", note_);
+  if (!note_.empty()) gemms += fmt::format("; {}", note_);
   return fmt::format("cpu: {}, {}, {} OpenMP threads", blis_description(), gemms,
                      omp_get_max_threads());
 }

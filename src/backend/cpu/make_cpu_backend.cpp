@@ -20,7 +20,7 @@ std::unique_ptr<Backend> make_cpu_backend(const std::string& precision) {
                     "runtime.precision = 'bf16': {}; use 'fp32' (or 'bf16-emulated', bf16 "
                     "numerics on the fp32 units, for tests)",
                     *why);
-    return std::make_unique<CpuBackend>(CpuPrecision::Fp32, "auto: " + *why);
+    return std::make_unique<CpuBackend>(CpuPrecision::Fp32, "auto chose fp32: " + *why);
   }
   throw InputError(
       fmt::format("runtime.precision = '{}' on the CPU backend: expected fp32, bf16, "

@@ -75,8 +75,10 @@ GPT2Worker::GPT2Worker(backend::Backend& backend, const GPT2Config& config,
   if (first && last) embedding_grads_ = backend::DeviceBuffer::zeros(be_, layout_.tied_floats());
   // Weights change only through backend calls (write_tensor's copies, AdamW), so the backend may
   // keep its GEMM operand copies of them (bf16) between changes.
-  for (const auto& h : held_) be_.register_weights(h->params.f32(), static_cast<Index>(h->params.floats()));
-  if (!tied_params_.empty()) be_.register_weights(tied_params_.f32(), static_cast<Index>(tied_params_.floats()));
+  for (const auto& h : held_)
+    be_.register_weights(h->params.f32(), static_cast<Index>(h->params.floats()));
+  if (!tied_params_.empty())
+    be_.register_weights(tied_params_.f32(), static_cast<Index>(tied_params_.floats()));
 }
 
 GPT2Worker::~GPT2Worker() = default;

@@ -7,7 +7,8 @@
 // product of two bf16 values is exact in fp32. Summing k products in fp32 in any order adds at most
 // gamma_k = k*2^-24/(1 - k*2^-24) times the sum of their magnitudes, and alpha and beta*C one
 // rounding each. So, with S_ij = sum_p |a_ip| |b_pj|:
-//   |C_bf16 - C_exact|_ij <= |alpha| ((2u + u^2) + gamma_{k+2} (1 + u)^2) S_ij + gamma_2 |beta C_ij|
+//   |C_bf16 - C_exact|_ij <= |alpha| ((2u + u^2) + gamma_{k+2} (1 + u)^2) S_ij + gamma_2 |beta
+//   C_ij|
 // The bound is attained only by adversarial inputs; random ones land near sqrt(k) times less.
 #include <cmath>
 #include <cstddef>
@@ -15,7 +16,7 @@
 
 namespace chimera::testing {
 
-inline constexpr double kBf16UnitRoundoff = 1.0 / 256.0;  // 2^-8
+inline constexpr double kBf16UnitRoundoff = 1.0 / 256.0;       // 2^-8
 inline constexpr double kFp32UnitRoundoff = 1.0 / 16777216.0;  // 2^-24
 
 inline double fp32_gamma(double terms) {

@@ -106,9 +106,9 @@ class EmulatedBf16Gemm final : public ConvertingGemm<float> {
   }
 
  protected:
-  void compute(Trans trans_a, Trans trans_b, Index m, Index n, Index k, float alpha,
-               const float* a, Index lda, const float* b, Index ldb, float beta, float* c,
-               Index ldc, bool team) override {
+  void compute(Trans trans_a, Trans trans_b, Index m, Index n, Index k, float alpha, const float* a,
+               Index lda, const float* b, Index ldb, float beta, float* c, Index ldc,
+               bool team) override {
     if (team) {
       gemm_fp32(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     } else {

@@ -45,7 +45,7 @@ void CpuBackend::attention_forward(float* out, float* att, const float* qkv, Ind
     gemm_one_thread(Trans::No, Trans::Yes, T, T, hs, scale, q, 3 * C, q + C, 3 * C, 0.0F, p, T);
     for (Index t = 0; t < T; ++t) causal_softmax_row(p + t * T, t, T);
     gemm_one_thread(Trans::No, Trans::No, T, hs, T, 1.0F, p, T, q + 2 * C, 3 * C, 0.0F,
-                       out + b * T * C + h * hs, C);
+                    out + b * T * C + h * hs, C);
   }
 }
 
@@ -68,8 +68,7 @@ void CpuBackend::attention_backward(float* dqkv, float* datt, const float* dout,
       causal_softmax_backward_row(ds + t * T, p + t * T, ds + t * T, t, T);
     // dq = scale ds k;  dk = scale ds^T q
     gemm_one_thread(Trans::No, Trans::No, T, hs, T, scale, ds, T, q + C, 3 * C, 0.0F, dq, 3 * C);
-    gemm_one_thread(Trans::Yes, Trans::No, T, hs, T, scale, ds, T, q, 3 * C, 0.0F, dq + C,
-                       3 * C);
+    gemm_one_thread(Trans::Yes, Trans::No, T, hs, T, scale, ds, T, q, 3 * C, 0.0F, dq + C, 3 * C);
   }
 }
 

@@ -97,9 +97,8 @@ std::unique_ptr<Backend> make_cpu_backend(const std::string& precision);
 std::optional<std::string> bf16_unsupported();
 
 // An fp32 BLIS GEMM (row-major) on the OpenMP team, split into slabs of C (cpu_gemm.cpp).
-void gemm_fp32(Trans trans_a, Trans trans_b, Index m, Index n, Index k, float alpha,
-               const float* a, Index lda, const float* b, Index ldb, float beta, float* c,
-               Index ldc);
+void gemm_fp32(Trans trans_a, Trans trans_b, Index m, Index n, Index k, float alpha, const float* a,
+               Index lda, const float* b, Index ldb, float beta, float* c, Index ldc);
 // One single-threaded BLIS GEMM (row-major), for kernels that parallelise over many GEMMs.
 void gemm_single_thread(Trans trans_a, Trans trans_b, Index m, Index n, Index k, float alpha,
                         const float* a, Index lda, const float* b, Index ldb, float beta, float* c,

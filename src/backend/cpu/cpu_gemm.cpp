@@ -15,8 +15,8 @@
 #include <mutex>
 #include <string>
 
-#include "chimera/core/error.hpp"
 #include "bf16_gemm.hpp"
+#include "chimera/core/error.hpp"
 #include "cpu_backend.hpp"
 
 namespace chimera::backend::cpu {
@@ -83,9 +83,8 @@ Index slab_count(Index extent, int threads) {
 
 }  // namespace
 
-void gemm_fp32(Trans trans_a, Trans trans_b, Index m, Index n, Index k, float alpha,
-               const float* a, Index lda, const float* b, Index ldb, float beta, float* c,
-               Index ldc) {
+void gemm_fp32(Trans trans_a, Trans trans_b, Index m, Index n, Index k, float alpha, const float* a,
+               Index lda, const float* b, Index ldb, float beta, float* c, Index ldc) {
   const int threads = threads_for(m, n, k);
   if (threads == 1) {
     gemm_single_thread(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
@@ -126,8 +125,8 @@ void CpuBackend::gemm(Trans trans_a, Trans trans_b, Index m, Index n, Index k, f
 }
 
 void CpuBackend::gemm_one_thread(Trans trans_a, Trans trans_b, Index m, Index n, Index k,
-                                 float alpha, const float* a, Index lda, const float* b,
-                                 Index ldb, float beta, float* c, Index ldc) {
+                                 float alpha, const float* a, Index lda, const float* b, Index ldb,
+                                 float beta, float* c, Index ldc) {
   if (bf16_) {
     bf16_->gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, false);
   } else {

@@ -20,15 +20,24 @@ dnnl::memory::data_type data_type_of(OperandType t) {
 
 std::string isa_name(dnnl::cpu_isa isa) {
   switch (isa) {
-    case dnnl::cpu_isa::sse41: return "sse41";
-    case dnnl::cpu_isa::avx: return "avx";
-    case dnnl::cpu_isa::avx2: return "avx2";
-    case dnnl::cpu_isa::avx2_vnni: return "avx2_vnni";
-    case dnnl::cpu_isa::avx512_core: return "avx512_core";
-    case dnnl::cpu_isa::avx512_core_vnni: return "avx512_core_vnni";
-    case dnnl::cpu_isa::avx512_core_bf16: return "avx512_core_bf16";
-    case dnnl::cpu_isa::avx512_core_amx: return "avx512_core_amx";
-    default: return fmt::format("isa {:#x}", static_cast<unsigned>(isa));
+    case dnnl::cpu_isa::sse41:
+      return "sse41";
+    case dnnl::cpu_isa::avx:
+      return "avx";
+    case dnnl::cpu_isa::avx2:
+      return "avx2";
+    case dnnl::cpu_isa::avx2_vnni:
+      return "avx2_vnni";
+    case dnnl::cpu_isa::avx512_core:
+      return "avx512_core";
+    case dnnl::cpu_isa::avx512_core_vnni:
+      return "avx512_core_vnni";
+    case dnnl::cpu_isa::avx512_core_bf16:
+      return "avx512_core_bf16";
+    case dnnl::cpu_isa::avx512_core_amx:
+      return "avx512_core_amx";
+    default:
+      return fmt::format("isa {:#x}", static_cast<unsigned>(isa));
   }
 }
 
@@ -124,7 +133,8 @@ const OnednnMatmul::Primitive& OnednnMatmul::primitive(const Key& key) {
     attr.set_post_ops(ops);
   }
   auto entry = std::make_unique<Primitive>();
-  entry->desc = dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, weights, dst), attr, cpu_engine());
+  entry->desc =
+      dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, weights, dst), attr, cpu_engine());
   entry->matmul = dnnl::matmul(entry->desc);
   entry->scratchpad_bytes = entry->desc.scratchpad_desc().get_size();
   slot = std::move(entry);
@@ -142,9 +152,8 @@ void OnednnMatmul::run(Trans trans_a, Trans trans_b, Index m, Index n, Index k, 
     }
     return;
   }
-  const Primitive& p =
-      primitive({trans_a == Trans::Yes, trans_b == Trans::Yes, m, n, k, lda, ldb, ldc,
-                 std::bit_cast<std::uint32_t>(alpha), beta == 1.0F});
+  const Primitive& p = primitive({trans_a == Trans::Yes, trans_b == Trans::Yes, m, n, k, lda, ldb,
+                                  ldc, std::bit_cast<std::uint32_t>(alpha), beta == 1.0F});
   ThreadContext& context = thread_context();
   if (context.scratchpad.size() < p.scratchpad_bytes) context.scratchpad.resize(p.scratchpad_bytes);
   const auto& d = p.desc;

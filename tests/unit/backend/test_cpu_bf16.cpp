@@ -71,18 +71,20 @@ Vec rounded(const Vec& v) {
 }
 
 std::vector<std::pair<Trans, Trans>> all_transposes() {
-  return {{Trans::No, Trans::No}, {Trans::No, Trans::Yes}, {Trans::Yes, Trans::No},
+  return {{Trans::No, Trans::No},
+          {Trans::No, Trans::Yes},
+          {Trans::Yes, Trans::No},
           {Trans::Yes, Trans::Yes}};
 }
 
 TEST(Bf16Rounding, NearestEvenLikeTheHardware) {
   const float one = 1.0F, ulp = std::ldexp(1.0F, -7);  // bf16 spacing above 1
   EXPECT_EQ(round_to_bf16(one), one);
-  EXPECT_EQ(round_to_bf16(one + ulp / 2), one);                     // tie: to the even 1.0
-  EXPECT_EQ(round_to_bf16(one + 3 * ulp / 2), one + 2 * ulp);       // tie: to the even 1 + 2 ulp
-  EXPECT_EQ(round_to_bf16(one + ulp / 2 + ulp / 64), one + ulp);    // above the tie: up
+  EXPECT_EQ(round_to_bf16(one + ulp / 2), one);                   // tie: to the even 1.0
+  EXPECT_EQ(round_to_bf16(one + 3 * ulp / 2), one + 2 * ulp);     // tie: to the even 1 + 2 ulp
+  EXPECT_EQ(round_to_bf16(one + ulp / 2 + ulp / 64), one + ulp);  // above the tie: up
   EXPECT_EQ(round_to_bf16(-(one + ulp / 2 + ulp / 64)), -(one + ulp));
-  EXPECT_EQ(round_to_bf16(one + ulp / 2 - ulp / 64), one);          // below the tie: down
+  EXPECT_EQ(round_to_bf16(one + ulp / 2 - ulp / 64), one);  // below the tie: down
   EXPECT_EQ(to_bf16_bits(1.0F), 0x3F80);
   EXPECT_EQ(std::bit_cast<std::uint32_t>(round_to_bf16(-0.0F)), 0x80000000U);
   const float inf = std::numeric_limits<float>::infinity();
@@ -161,8 +163,8 @@ TEST(Bf16Gemm, EmulationIsThreadIndependent) {
   const auto run = [&] {
     Vec c(300 * 250), out(static_cast<std::size_t>(B * T * C)),
         att(static_cast<std::size_t>(B * H * T * T)), datt(att.size()), dqkv(qkv.size());
-    be->gemm(Trans::No, Trans::No, 300, 250, 200, 1.0F, big_a.data(), 200, big_b.data(), 250,
-             0.0F, c.data(), 250);
+    be->gemm(Trans::No, Trans::No, 300, 250, 200, 1.0F, big_a.data(), 200, big_b.data(), 250, 0.0F,
+             c.data(), 250);
     be->attention_forward(out.data(), att.data(), qkv.data(), B, T, C, H);
     be->attention_backward(dqkv.data(), datt.data(), dout.data(), qkv.data(), att.data(), B, T, C,
                            H);
@@ -238,8 +240,8 @@ TEST(OnednnMatmul, Fp32OperandsAgreeWithBlisInEveryLayout) {
       std::vector<Vec> got(4, p.c);
 #pragma omp parallel for num_threads(2)
       for (int t = 0; t < 4; ++t) {
-        matmul.run(p.ta, p.tb, p.m, p.n, p.k, p.alpha, p.a.data(), p.lda, p.b.data(), p.ldb,
-                   p.beta, got[static_cast<std::size_t>(t)].data(), p.ldc);
+        matmul.run(p.ta, p.tb, p.m, p.n, p.k, p.alpha, p.a.data(), p.lda, p.b.data(), p.ldb, p.beta,
+                   got[static_cast<std::size_t>(t)].data(), p.ldc);
       }
       for (const Vec& g : got) {
         for (std::size_t i = 0; i < g.size(); ++i) {
@@ -260,8 +262,8 @@ TEST(Bf16Precision, RefusedInOneLineWhereTheCpuHasNoBf16Units) {
     auto be = cpu_backend("bf16");
     EXPECT_NE(be->description().find("oneDNN"), std::string::npos) << be->description();
     EXPECT_EQ(cpu_backend("auto")->description().find("fp32 GEMMs"), std::string::npos);
-    GTEST_SKIP() << "this CPU has bf16 units: nothing is refused (bf16 runs: "
-                 << be->description() << ")";
+    GTEST_SKIP() << "this CPU has bf16 units: nothing is refused (bf16 runs: " << be->description()
+                 << ")";
   }
   try {
     cpu_backend("bf16");

@@ -162,6 +162,43 @@ class FileSchedule(unittest.TestCase):
             self.assertIn("has D = 2 workers, the run has D = 4", ours[0])
 
 
+class Precision(unittest.TestCase):
+    """runtime.precision: bf16 runs where the CPU has bf16 units and is refused, on every rank in
+    one line, where it has not; auto then runs fp32 and the backend line says why."""
+
+    def run_precision(self, tmp, precision):
+        data = os.path.join(tmp, "tokens.h5")
+        write_tokens(data)
+        return mpirun(2, TINY + ["--set", "parallel.stages=2", "--set", "parallel.micro_batches=2",
+                                 "--set", f"data.train={data}", "--set",
+                                 f"runtime.precision={precision}", "--steps", "1"])
+
+    def test_bf16_refused_or_run_and_auto_says_which(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            auto = self.run_precision(tmp, "auto")
+            self.assertEqual(auto.returncode, 0, auto.stdout + auto.stderr)
+            backend = [l for l in auto.stdout.splitlines() if l.startswith("backend cpu:")]
+            self.assertEqual(len(backend), 1, auto.stdout)
+            bf16 = self.run_precision(tmp, "bf16")
+            if "bf16 GEMMs on oneDNN" in backend[0]:
+                self.assertEqual(bf16.returncode, 0, bf16.stdout + bf16.stderr)
+                return
+            self.assertIn("fp32 GEMMs; auto chose fp32: ", backend[0])
+            ours = [l for l in (bf16.stdout + bf16.stderr).splitlines() if l.startswith("error:")]
+            self.assertEqual(bf16.returncode, 2, bf16.stdout + bf16.stderr)
+            self.assertEqual(len(ours), 1, bf16.stdout + bf16.stderr)
+            self.assertIn("runtime.precision = 'bf16'", ours[0])
+            self.assertIn("bf16-emulated", ours[0])
+
+    def test_unknown_precision(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            r = self.run_precision(tmp, "fp16")
+            ours = [l for l in (r.stdout + r.stderr).splitlines() if l.startswith("error:")]
+            self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
+            self.assertEqual(len(ours), 1, r.stdout + r.stderr)
+            self.assertIn("expected fp32, bf16, bf16-emulated or auto", ours[0])
+
+
 if __name__ == "__main__":
     CHIMERA, MPIEXEC, *FLAGS = sys.argv[1:]
     unittest.main(argv=[sys.argv[0], "-v"])

@@ -23,6 +23,7 @@ class CpuBackend final : public Backend {
   ~CpuBackend() override;
 
   std::string description() const override;
+  std::string gemm_precision() const override;
 
   void* allocate(std::size_t bytes) override;
   void deallocate(void* ptr) noexcept override;
@@ -86,6 +87,7 @@ class CpuBackend final : public Backend {
   // Tells the bf16 GEMMs that [dst, dst + bytes) was written (their weight copies may be stale).
   void written(const void* dst, std::size_t bytes);
 
+  CpuPrecision precision_;
   std::unique_ptr<Bf16Gemm> bf16_;  // null in fp32
   std::string note_;
 };
@@ -97,9 +99,8 @@ std::unique_ptr<Backend> make_cpu_backend(const std::string& precision);
 std::optional<std::string> bf16_unsupported();
 
 // An fp32 BLIS GEMM (row-major) on the OpenMP team, split into slabs of C (cpu_gemm.cpp).
-void gemm_fp32(Trans trans_a, Trans trans_b, Index m, Index n, Index k, float alpha,
-               const float* a, Index lda, const float* b, Index ldb, float beta, float* c,
-               Index ldc);
+void gemm_fp32(Trans trans_a, Trans trans_b, Index m, Index n, Index k, float alpha, const float* a,
+               Index lda, const float* b, Index ldb, float beta, float* c, Index ldc);
 // One single-threaded BLIS GEMM (row-major), for kernels that parallelise over many GEMMs.
 void gemm_single_thread(Trans trans_a, Trans trans_b, Index m, Index n, Index k, float alpha,
                         const float* a, Index lda, const float* b, Index ldb, float beta, float* c,

@@ -1,6 +1,6 @@
 // `chimera bench model`: times full training steps (forward, backward, AdamW) of GPT-2, or of one
-// stage of a partition, and prints tokens/s, GFLOP/s next to the BLAS's large-square sgemm rate,
-// and the memory of parameters, gradients, optimizer state and activations.
+// stage of a partition, and prints tokens/s, GFLOP/s next to the rate of a large square GEMM at the
+// backend's precision, and the memory of parameters, gradients, optimizer state and activations.
 #include <algorithm>
 #include <cstdlib>
 #include <memory>
@@ -35,12 +35,12 @@ struct BenchModelOptions {
   std::string precision;  // overrides runtime.precision
 };
 
-// An n x n x n sgemm through the backend, timed once after every training step so that the
-// model's rate and the sgemm rate are means over the same stretch of time (other jobs on the
-// machine affect both alike).
-class SgemmProbe {
+// An n x n x n GEMM through the backend, at its precision, timed once after every training step
+// so that the model's rate and the GEMM rate are means over the same stretch of time (other jobs
+// on the machine affect both alike).
+class GemmProbe {
  public:
-  SgemmProbe(backend::Backend& be, int n) : be_(be), n_(n) {
+  GemmProbe(backend::Backend& be, int n) : be_(be), n_(n) {
     const auto count = static_cast<std::size_t>(n) * static_cast<std::size_t>(n);
     std::vector<float> host(count);
     std::mt19937 rng(7);
@@ -79,6 +79,29 @@ void warn_if_spinning_on_a_busy_machine() {
       "which slows this benchmark down several times; OMP_WAIT_POLICY=passive gives figures "
       "that reflect the program rather than the load",
       load[0], cpus);
+}
+
+// What the GEMM probe's rate is, for its output line: its name before "GFLOP/s", how it ran,
+// and the name of the model/GEMM fraction. fp32 keeps the "sgemm" names that earlier outputs
+// and the docs use.
+struct GemmLabel {
+  std::string rate;      // "sgemm", "bf16 GEMM", ...
+  std::string how;       // "through oneDNN", ...
+  std::string fraction;  // "model/sgemm", "model/bf16 GEMM", ...
+};
+
+GemmLabel gemm_label(BackendKind kind, const std::string& precision) {
+  const bool cuda = kind == BackendKind::Cuda;
+  if (precision == "fp32") {
+    return {"sgemm", cuda ? "through cuBLAS" : "through BLIS", "model/sgemm"};
+  }
+  if (precision == "bf16-emulated") {
+    // Operands rounded to bf16 on the fp32 units: a test mode, slower than fp32.
+    return {"bf16-emulated GEMM", "with operands rounded to bf16, then BLIS sgemm",
+            "model/bf16-emulated GEMM"};
+  }
+  const std::string rate = precision + " GEMM";
+  return {rate, cuda ? "through cuBLAS" : "through oneDNN", "model/" + rate};
 }
 
 double megabytes(std::size_t bytes) {
@@ -147,9 +170,9 @@ int run_bench_model(const BenchModelOptions& opt) {
   optim::AdamWMoments stage_moments(*be, worker.params(s).count);
   optim::AdamWMoments tied_moments(*be, worker.tied_params().count);
 
-  std::unique_ptr<SgemmProbe> sgemm;
-  if (opt.sgemm_size > 0) sgemm = std::make_unique<SgemmProbe>(*be, opt.sgemm_size);
-  double forward_s = 0, backward_s = 0, optimizer_s = 0, reset_s = 0, sgemm_s = 0;
+  std::unique_ptr<GemmProbe> gemm;
+  if (opt.sgemm_size > 0) gemm = std::make_unique<GemmProbe>(*be, opt.sgemm_size);
+  double forward_s = 0, backward_s = 0, optimizer_s = 0, reset_s = 0, gemm_s = 0;
   std::size_t activation_bytes = 0;
   for (int step = 0; step < opt.warmup + opt.steps; ++step) {
     // A training step resets its gradients too: counted with the update, so that time/step is
@@ -187,13 +210,13 @@ int run_bench_model(const BenchModelOptions& opt) {
     }
     be->synchronize();
     const double t_optimizer = t_zero + watch.seconds();
-    const double t_sgemm = sgemm ? sgemm->seconds() : 0.0;
+    const double t_gemm = gemm ? gemm->seconds() : 0.0;
     if (step >= opt.warmup) {
       forward_s += t_forward;
       backward_s += t_backward;
       optimizer_s += t_optimizer;
       reset_s += t_zero;
-      sgemm_s += t_sgemm;
+      gemm_s += t_gemm;
     }
   }
   const double steps = opt.steps;
@@ -239,12 +262,21 @@ int run_bench_model(const BenchModelOptions& opt) {
     log::info("  MFU            {:9.1f} %  (peak {})", 100.0 * flops / step_s / peak->flops_per_s,
               peak->source);
   }
-  if (sgemm) {
-    const double sgemm_gflops = sgemm->flops() * steps / sgemm_s / 1e9;
-    log::info(
-        "  sgemm GFLOP/s  {:9.1f}  ({}^3 after each step, same backend and threads): "
-        "model/sgemm = {:.2f}",
-        sgemm_gflops, opt.sgemm_size, model_gflops / sgemm_gflops);
+  if (gemm) {
+    const double gemm_gflops = gemm->flops() * steps / gemm_s / 1e9;
+    const GemmLabel label = gemm_label(config.runtime.backend, be->gemm_precision());
+    if (label.rate == "sgemm") {
+      log::info(
+          "  sgemm GFLOP/s  {:9.1f}  ({}^3 after each step, same backend and threads): "
+          "model/sgemm = {:.2f}",
+          gemm_gflops, opt.sgemm_size, model_gflops / gemm_gflops);
+    } else {
+      log::info(
+          "  {} GFLOP/s  {:.1f}  ({}^3 {}, after each step, same backend and threads): {} = "
+          "{:.2f}",
+          label.rate, gemm_gflops, opt.sgemm_size, label.how, label.fraction,
+          model_gflops / gemm_gflops);
+    }
   }
   log::info("memory:");
   log::info("  parameters     {:9.1f} MB", megabytes(param_bytes));
@@ -264,7 +296,8 @@ BenchEntries add_bench_model(CLI::App& bench) {
   auto* sub = bench.add_subcommand(
       "model",
       "Time full training steps (forward, backward, AdamW) of GPT-2 or of one stage; print "
-      "tokens/s, GFLOP/s against the BLAS's sgemm rate, and memory. Threads: OMP_NUM_THREADS.\n"
+      "tokens/s, GFLOP/s against the rate of a large GEMM at the same precision, and memory. "
+      "Threads: OMP_NUM_THREADS.\n"
       "Without --config: L=4, C=256, H=4, T=256, B=4, V=50257.");
   sub->add_option("--config", opt->config_file,
                   "run config (TOML): [model], data.seq_len, parallel.micro_batch_size, "
@@ -276,7 +309,9 @@ BenchEntries add_bench_model(CLI::App& bench) {
                   "compute backend, cpu or cuda (runtime.backend; cuda prints MFU against the "
                   "GPU's peak, docs/cuda.md)");
   sub->add_option("--precision", opt->precision,
-                  "cuda GEMM arithmetic: fp32, tf32 or bf16 (runtime.precision)");
+                  "GEMM arithmetic (runtime.precision): fp32, bf16 or auto; cpu also "
+                  "bf16-emulated (bf16 numerics on fp32 units, for tests, not for speed), cuda "
+                  "also tf32. cpu bf16 needs AMX or AVX-512-BF16");
   sub->add_option("--steps", opt->steps, "timed training steps")->capture_default_str();
   sub->add_option("--warmup", opt->warmup, "untimed steps first")->capture_default_str();
   sub->add_option("--stages", opt->stages,
@@ -284,8 +319,8 @@ BenchEntries add_bench_model(CLI::App& bench) {
       ->capture_default_str();
   sub->add_option("--stage", opt->stage, "the stage to time (0-based)")->capture_default_str();
   sub->add_option("--sgemm-size", opt->sgemm_size,
-                  "n of the n x n x n sgemm timed after each step, whose rate is printed for "
-                  "comparison (0: skip)")
+                  "n of the n x n x n GEMM timed after each step at the backend's precision "
+                  "(sgemm in fp32), whose rate is printed for comparison (0: skip)")
       ->capture_default_str();
   return {{sub, [opt]() -> int { return run_bench_model(*opt); }}};
 }

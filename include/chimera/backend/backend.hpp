@@ -82,6 +82,9 @@ class Backend {
 
   // One line for logs and benchmarks, e.g. "cpu: BLIS 0.9.0 (skx kernels), 2 OpenMP threads".
   virtual std::string description() const = 0;
+  // The arithmetic of its GEMMs, runtime.precision with "auto" resolved: "fp32", "tf32", "bf16"
+  // or "bf16-emulated" (a benchmark names the GEMM rate it prints with it).
+  virtual std::string gemm_precision() const { return "fp32"; }
 
   // --- memory (bytes; allocations are aligned to at least 64 bytes) -------------------------
   virtual void* allocate(std::size_t bytes) = 0;

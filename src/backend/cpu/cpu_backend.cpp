@@ -18,7 +18,8 @@ namespace {
 constexpr std::size_t kAlignment = 64;
 }
 
-CpuBackend::CpuBackend(CpuPrecision precision, std::string note) : note_(std::move(note)) {
+CpuBackend::CpuBackend(CpuPrecision precision, std::string note)
+    : precision_(precision), note_(std::move(note)) {
   select_blis_kernels();
   if (precision != CpuPrecision::Fp32) {
     bf16_ = Bf16Gemm::make(precision == CpuPrecision::Bf16 ? Bf16Gemm::Kind::OneDnn
@@ -33,6 +34,18 @@ std::string CpuBackend::description() const {
   if (!note_.empty()) gemms += fmt::format("; {}", note_);
   return fmt::format("cpu: {}, {}, {} OpenMP threads", blis_description(), gemms,
                      omp_get_max_threads());
+}
+
+std::string CpuBackend::gemm_precision() const {
+  switch (precision_) {
+    case CpuPrecision::Bf16:
+      return "bf16";
+    case CpuPrecision::Bf16Emulated:
+      return "bf16-emulated";
+    case CpuPrecision::Fp32:
+      break;
+  }
+  return "fp32";
 }
 
 void CpuBackend::register_weights(const float* data, Index n) {

@@ -23,6 +23,7 @@ class CpuBackend final : public Backend {
   ~CpuBackend() override;
 
   std::string description() const override;
+  std::string gemm_precision() const override;
 
   void* allocate(std::size_t bytes) override;
   void deallocate(void* ptr) noexcept override;
@@ -86,6 +87,7 @@ class CpuBackend final : public Backend {
   // Tells the bf16 GEMMs that [dst, dst + bytes) was written (their weight copies may be stale).
   void written(const void* dst, std::size_t bytes);
 
+  CpuPrecision precision_;
   std::unique_ptr<Bf16Gemm> bf16_;  // null in fp32
   std::string note_;
 };

@@ -25,6 +25,7 @@ class CudaBackend final : public Backend {
   ~CudaBackend() override;
 
   std::string description() const override;
+  std::string gemm_precision() const override { return precision_; }
 
   void* allocate(std::size_t bytes) override;
   void deallocate(void* ptr) noexcept override;

@@ -1,6 +1,7 @@
 // The two bf16 GEMMs of the CPU backend and the converted copies of weights (bf16_gemm.hpp).
 #include "bf16_gemm.hpp"
 
+#include <algorithm>
 #include <map>
 #include <tuple>
 
@@ -24,6 +25,16 @@ void Bf16Gemm::weights_written(const void* dst, std::size_t bytes) {
   for (Range& r : ranges_) {
     if (begin < r.end && r.begin < end) ++r.generation;
   }
+}
+
+void Bf16Gemm::forget(const void* ptr, std::size_t bytes) {
+  const std::lock_guard lock(mutex_);
+  const auto* begin = static_cast<const std::byte*>(ptr);
+  const auto* end = begin + bytes;
+  const auto overlaps = [&](const Range& r) { return begin < r.end && r.begin < end; };
+  if (std::none_of(ranges_.begin(), ranges_.end(), overlaps)) return;
+  std::erase_if(ranges_, overlaps);
+  drop_copies(begin, end);
 }
 
 int Bf16Gemm::weight_range(const float* src, Index rows, Index cols, Index ld) const {
@@ -92,6 +103,13 @@ class ConvertingGemm : public Bf16Gemm {
     return scratch.data();
   }
 
+  void drop_copies(const std::byte* begin, const std::byte* end) final {
+    std::erase_if(copies_, [&](const auto& entry) {
+      const auto* src = reinterpret_cast<const std::byte*>(std::get<0>(entry.first));
+      return begin <= src && src < end;
+    });
+  }
+
   struct Copy {
     std::uint64_t generation = 0;  // of its range when converted; ranges start at 1
     std::vector<Element> data;
@@ -106,9 +124,9 @@ class EmulatedBf16Gemm final : public ConvertingGemm<float> {
   }
 
  protected:
-  void compute(Trans trans_a, Trans trans_b, Index m, Index n, Index k, float alpha,
-               const float* a, Index lda, const float* b, Index ldb, float beta, float* c,
-               Index ldc, bool team) override {
+  void compute(Trans trans_a, Trans trans_b, Index m, Index n, Index k, float alpha, const float* a,
+               Index lda, const float* b, Index ldb, float beta, float* c, Index ldc,
+               bool team) override {
     if (team) {
       gemm_fp32(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     } else {

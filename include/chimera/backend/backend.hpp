@@ -176,7 +176,8 @@ class Backend {
   // --- weights --------------------------------------------------------------------------
   // data[0..n) holds weights, which the caller changes only through this backend's calls
   // (copy_from_host, copy, fill_zero, accumulate, adamw_update). A backend may then keep GEMM
-  // operands converted from them (bf16) until one of those calls writes there.
+  // operands converted from them (bf16) until one of those calls writes there. The registration
+  // ends when the memory holding data is deallocated.
   virtual void register_weights(const float* /*data*/, Index /*n*/) {}
 
   // --- placement, for the runtime (defaults describe a host-memory backend) ---------------

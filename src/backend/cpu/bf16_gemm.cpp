@@ -1,6 +1,7 @@
 // The two bf16 GEMMs of the CPU backend and the converted copies of weights (bf16_gemm.hpp).
 #include "bf16_gemm.hpp"
 
+#include <algorithm>
 #include <map>
 #include <tuple>
 
@@ -24,6 +25,16 @@ void Bf16Gemm::weights_written(const void* dst, std::size_t bytes) {
   for (Range& r : ranges_) {
     if (begin < r.end && r.begin < end) ++r.generation;
   }
+}
+
+void Bf16Gemm::forget(const void* ptr, std::size_t bytes) {
+  const std::lock_guard lock(mutex_);
+  const auto* begin = static_cast<const std::byte*>(ptr);
+  const auto* end = begin + bytes;
+  const auto overlaps = [&](const Range& r) { return begin < r.end && r.begin < end; };
+  if (std::none_of(ranges_.begin(), ranges_.end(), overlaps)) return;
+  std::erase_if(ranges_, overlaps);
+  drop_copies(begin, end);
 }
 
 int Bf16Gemm::weight_range(const float* src, Index rows, Index cols, Index ld) const {
@@ -90,6 +101,13 @@ class ConvertingGemm : public Bf16Gemm {
     scratch.resize(static_cast<std::size_t>(rows * cols));
     convert(scratch.data(), src, rows, cols, ld, team);
     return scratch.data();
+  }
+
+  void drop_copies(const std::byte* begin, const std::byte* end) final {
+    std::erase_if(copies_, [&](const auto& entry) {
+      const auto* src = reinterpret_cast<const std::byte*>(std::get<0>(entry.first));
+      return begin <= src && src < end;
+    });
   }
 
   struct Copy {

@@ -38,6 +38,10 @@ class Bf16Gemm {
   void register_weights(const float* data, Index n);
   // Every converted copy of registered weights that [dst, dst + bytes) overlaps becomes stale.
   void weights_written(const void* dst, std::size_t bytes);
+  // [ptr, ptr + bytes) is freed: the registrations it overlaps end and their copies go. Its
+  // memory may come back as anything, e.g. activations, which kernels write unannounced, so a
+  // registration left behind would serve a stale copy of them.
+  void forget(const void* ptr, std::size_t bytes);
   // How many weight conversions ran (a test sees the cache work).
   std::uint64_t weight_conversions() const { return weight_conversions_; }
 
@@ -45,6 +49,8 @@ class Bf16Gemm {
   Bf16Gemm() = default;
   // The registered buffer that holds the whole stored matrix, as an index into ranges_ (-1: none).
   int weight_range(const float* src, Index rows, Index cols, Index ld) const;
+  // Drops the converted copies of stored matrices that start in [begin, end); under mutex_.
+  virtual void drop_copies(const std::byte* begin, const std::byte* end) = 0;
 
   struct Range {
     const std::byte* begin;

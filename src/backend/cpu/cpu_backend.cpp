@@ -1,6 +1,7 @@
 // CpuBackend: construction, description and memory.
 #include "cpu_backend.hpp"
 
+#include <malloc.h>
 #include <omp.h>
 
 #include <cstdlib>
@@ -71,6 +72,8 @@ void* CpuBackend::allocate(std::size_t bytes) {
 }
 
 void CpuBackend::deallocate(void* ptr) noexcept {
+  // Weights registered in this allocation end with it.
+  if (bf16_ && ptr != nullptr) bf16_->forget(ptr, malloc_usable_size(ptr));
   std::free(ptr);
 }
 

@@ -1,10 +1,13 @@
 // The runtime's central property: an iteration of any pipeline schedule over W x D ranks computes
 // the gradient one process computes on the same global batch. Three training steps of every
-// scheme must give the same losses and final parameters as the single-process run (1e-5).
+// scheme must give the same losses and final parameters as the single-process run (1e-5). A
+// subset of the schemes, at one layout each, checks the same with bf16 GEMMs (bf16-emulated, both
+// runs), where the parameters get a wider tolerance (bf16_step_tolerance.hpp says why).
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
 
+#include "bf16_step_tolerance.hpp"
 #include "runtime_testing.hpp"
 
 namespace chimera::testing {
@@ -17,12 +20,17 @@ struct Case {
   int virtual_stages = 1;
   int micro_batches_per_stage = 1;  // N = this * D
   std::string wait = "doorbell";    // runtime.wait: how a waiting rank sleeps
+  // runtime.precision of the pipelined run and of the reference. A case with `stages` set runs
+  // only at that D, on a world of `ranks` ranks (the fp32 cases run at every D the world allows).
+  std::string precision = "fp32";
+  int stages = 0;
+  int ranks = 0;
 };
 
 std::string name(const Case& c, int d, int w) {
-  return fmt::format("{}{}{}{} D={} W={} N={} wait={}", c.scheme, c.variant.empty() ? "" : " ",
+  return fmt::format("{}{}{}{} D={} W={} N={} wait={} {}", c.scheme, c.variant.empty() ? "" : " ",
                      c.variant, c.pipes ? fmt::format(" pipes={}", c.pipes) : "", d, w,
-                     c.micro_batches_per_stage * d, c.wait);
+                     c.micro_batches_per_stage * d, c.wait, c.precision);
 }
 
 void expect_equal_to_single_process(const Case& c, int d) {
@@ -36,11 +44,16 @@ void expect_equal_to_single_process(const Case& c, int d) {
   cfg.parallel.pipes = c.pipes;
   cfg.parallel.virtual_stages = c.virtual_stages;
   cfg.runtime.wait = parse_enum<WaitMode>(c.wait);
+  cfg.runtime.precision = c.precision;
   const auto pipelined = train(cfg, MPI_COMM_WORLD);
 
   // The reference: one process, no pipeline, the same W*N*B samples per step.
   Config ref = tiny_config(data, "gpipe", 1, w * n, 2);
+  ref.runtime.precision = c.precision;
   const auto single = train(ref, MPI_COMM_SELF);
+  // Parameters: the fp32 sums of a pipeline only run in another order; bf16 rounding of the GEMM
+  // operands turns those last-bit differences into larger ones over the steps.
+  const double tensor_tol = c.precision == "fp32" ? 1e-5 : kBf16ReorderedSumsTol;
 
   const std::string what = name(c, d, w);
   // Losses are reduced over the world, so every rank sees the same: no rank-dependent skip here.
@@ -54,7 +67,7 @@ void expect_equal_to_single_process(const Case& c, int d) {
     const auto mine = pipelined->tensor(t);
     if (!mine) continue;
     ++compared;
-    EXPECT_LE(relative_error(*mine, *single->tensor(t)), 1e-5) << what << " tensor " << t;
+    EXPECT_LE(relative_error(*mine, *single->tensor(t)), tensor_tol) << what << " tensor " << t;
   }
   EXPECT_GT(compared, 0) << what << ": this rank holds no tensor";
 }
@@ -64,6 +77,9 @@ class Equality : public ::testing::TestWithParam<Case> {};
 std::string test_name(const ::testing::TestParamInfo<Case>& p) {
   std::string s = p.param.scheme + "_" + p.param.variant + "_p" + std::to_string(p.param.pipes) +
                   "_n" + std::to_string(p.param.micro_batches_per_stage) + "_" + p.param.wait;
+  if (p.param.stages) {
+    s += fmt::format("_{}_d{}_r{}", p.param.precision, p.param.stages, p.param.ranks);
+  }
   for (auto& ch : s) {
     if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
   }
@@ -71,6 +87,13 @@ std::string test_name(const ::testing::TestParamInfo<Case>& p) {
 }
 
 TEST_P(Equality, MatchesSingleProcessTraining) {
+  if (GetParam().stages) {
+    if (world_size() != GetParam().ranks) {
+      GTEST_SKIP() << "runs on " << GetParam().ranks << " ranks";
+    }
+    expect_equal_to_single_process(GetParam(), GetParam().stages);
+    return;
+  }
   for (const int d : {2, 4, 8}) {
     if (world_size() % d != 0) continue;
     if (d == 8 && GetParam().pipes != 4) continue;  // 8-stage layouts: only 2f = 4 pipes
@@ -93,6 +116,37 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"chimera", "direct", 4, 1, 1},
                       Case{"chimera", "direct", 0, 1, 1, "poll"}, Case{"chimera-zb", "", 0, 1, 2}),
     test_name);
+
+// bf16 at one layout per scheme (the fp32 cases above cover the layouts): the schedules whose
+// sums keep the single process's order (W = 1, one replica) and those that reorder them (data
+// parallelism, Chimera's two replicas), the split backward and virtual stages.
+Case bf16_case(Case c, int stages, int ranks) {
+  c.precision = "bf16-emulated";
+  c.stages = stages;
+  c.ranks = ranks;
+  return c;
+}
+
+INSTANTIATE_TEST_SUITE_P(Bf16, Equality,
+                         ::testing::Values(bf16_case({"gpipe", "", 0, 1, 1}, 2, 2),
+                                           bf16_case({"interleaved", "", 0, 2, 1}, 2, 2),
+                                           bf16_case({"1f1b", "", 0, 1, 1}, 2, 4),
+                                           bf16_case({"zb-h1", "", 0, 1, 1}, 4, 4),
+                                           bf16_case({"chimera", "direct", 0, 1, 1}, 4, 4)),
+                         test_name);
+
+// The bf16 cases above would compare two fp32 runs if the runtime dropped runtime.precision: the
+// single-process reference in bf16-emulated must not be fp32's bit for bit.
+TEST(EqualityPrecision, Bf16ReferenceIsNotFp32) {
+  if (world_size() != 2) GTEST_SKIP() << "one world size is enough";
+  const std::string data = job_temp_dir("equality") + "/tokens.h5";
+  write_test_dataset(data, 4096, 7);
+  Config cfg = tiny_config(data, "gpipe", 1, 2, 2);
+  const auto fp32 = train(cfg, MPI_COMM_SELF);
+  cfg.runtime.precision = "bf16-emulated";
+  const auto bf16 = train(cfg, MPI_COMM_SELF);
+  EXPECT_NE(bf16->losses(), fp32->losses()) << "the bf16-emulated run trained in fp32";
+}
 
 }  // namespace
 }  // namespace chimera::testing

@@ -65,6 +65,7 @@ const dnnl::engine& cpu_engine() {
 struct ThreadContext {
   std::unique_ptr<dnnl::stream> stream;
   std::vector<std::byte> scratchpad;
+  std::vector<float> product;  // op(A) op(B) before our own epilogue adds it to C
 };
 
 ThreadContext& thread_context() {
@@ -79,9 +80,11 @@ struct OnednnMatmul::Primitive {
   dnnl::matmul::primitive_desc desc;
   dnnl::matmul matmul;
   std::size_t scratchpad_bytes = 0;
+  bool own_epilogue = false;  // alpha and beta applied by run() after oneDNN's plain product
 };
 
-OnednnMatmul::OnednnMatmul(OperandType operands) : operands_(operands) {
+OnednnMatmul::OnednnMatmul(OperandType operands, Epilogue epilogue)
+    : operands_(operands), own_epilogue_(epilogue == Epilogue::Ours) {
   if (const auto why = unsupported(operands)) throw InputError(*why);
 }
 
@@ -122,19 +125,35 @@ const OnednnMatmul::Primitive& OnednnMatmul::primitive(const Key& key) {
   const auto type = data_type_of(operands_);
   const auto src = matrix(m, k, lda, ta ? Trans::Yes : Trans::No, type);
   const auto weights = matrix(k, n, ldb, tb ? Trans::Yes : Trans::No, type);
-  const auto dst = matrix(m, n, ldc, Trans::No, dnnl::memory::data_type::f32);
-  dnnl::primitive_attr attr;
-  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   const float alpha = std::bit_cast<float>(alpha_bits);
-  if (alpha != 1.0F) attr.set_output_scales(0, {alpha});
-  if (accumulate) {
-    dnnl::post_ops ops;
-    ops.append_sum(1.0F);
-    attr.set_post_ops(ops);
-  }
+  const bool needs_epilogue = alpha != 1.0F || accumulate;
   auto entry = std::make_unique<Primitive>();
-  entry->desc =
-      dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, weights, dst), attr, cpu_engine());
+  const auto make = [&](bool with_epilogue) {
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    if (with_epilogue && alpha != 1.0F) attr.set_output_scales(0, {alpha});
+    if (with_epilogue && accumulate) {
+      dnnl::post_ops ops;
+      ops.append_sum(1.0F);
+      attr.set_post_ops(ops);
+    }
+    // Without oneDNN's epilogue, an accumulating GEMM writes a dense buffer of its own first.
+    const Index dst_ld = !with_epilogue && accumulate ? n : ldc;
+    const auto dst = matrix(m, n, dst_ld, Trans::No, dnnl::memory::data_type::f32);
+    entry->desc =
+        dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, weights, dst), attr, cpu_engine());
+    entry->own_epilogue = needs_epilogue && !with_epilogue;
+  };
+  if (needs_epilogue && !own_epilogue_) {
+    // oneDNN's output scale and sum post-op, where its kernel for these operands takes them.
+    try {
+      make(true);
+    } catch (const dnnl::error&) {
+      make(false);
+    }
+  } else {
+    make(false);
+  }
   entry->matmul = dnnl::matmul(entry->desc);
   entry->scratchpad_bytes = entry->desc.scratchpad_desc().get_size();
   slot = std::move(entry);
@@ -152,21 +171,36 @@ void OnednnMatmul::run(Trans trans_a, Trans trans_b, Index m, Index n, Index k, 
     }
     return;
   }
+  const bool accumulate = beta == 1.0F;
   const Primitive& p = primitive({trans_a == Trans::Yes, trans_b == Trans::Yes, m, n, k, lda, ldb,
-                                  ldc, std::bit_cast<std::uint32_t>(alpha), beta == 1.0F});
+                                  ldc, std::bit_cast<std::uint32_t>(alpha), accumulate});
   ThreadContext& context = thread_context();
   if (context.scratchpad.size() < p.scratchpad_bytes) context.scratchpad.resize(p.scratchpad_bytes);
+  const bool into_product = p.own_epilogue && accumulate;
+  if (into_product) context.product.resize(static_cast<std::size_t>(m * n));
+  float* out = into_product ? context.product.data() : c;
   const auto& d = p.desc;
   // oneDNN reads the operands only; its memory objects take non-const handles.
   const dnnl::memory src(d.src_desc(), cpu_engine(), const_cast<void*>(a));
   const dnnl::memory weights(d.weights_desc(), cpu_engine(), const_cast<void*>(b));
-  const dnnl::memory dst(d.dst_desc(), cpu_engine(), c);
+  const dnnl::memory dst(d.dst_desc(), cpu_engine(), out);
   const dnnl::memory scratchpad(d.scratchpad_desc(), cpu_engine(), context.scratchpad.data());
   p.matmul.execute(*context.stream, {{DNNL_ARG_SRC, src},
                                      {DNNL_ARG_WEIGHTS, weights},
                                      {DNNL_ARG_DST, dst},
                                      {DNNL_ARG_SCRATCHPAD, scratchpad}});
   context.stream->wait();
+  if (!p.own_epilogue) return;
+  // oneDNN's order: the fp32 product scaled by alpha, then C added.
+  for (Index i = 0; i < m; ++i) {
+    float* row = c + i * ldc;
+    if (into_product) {
+      const float* product = out + i * n;
+      for (Index j = 0; j < n; ++j) row[j] = alpha * product[j] + row[j];
+    } else {
+      for (Index j = 0; j < n; ++j) row[j] *= alpha;
+    }
+  }
 }
 
 }  // namespace chimera::backend::cpu

@@ -20,9 +20,13 @@ namespace chimera::backend::cpu {
 
 enum class OperandType { F32, Bf16 };
 
+// Who applies alpha and beta: oneDNN's output scale and sum post-op where its kernel takes them
+// (else, silently, our own pass over C), or always our own pass (for tests of that fallback).
+enum class Epilogue { OneDnnWhereSupported, Ours };
+
 class OnednnMatmul {
  public:
-  explicit OnednnMatmul(OperandType operands);
+  explicit OnednnMatmul(OperandType operands, Epilogue epilogue = Epilogue::OneDnnWhereSupported);
   ~OnednnMatmul();
   OnednnMatmul(const OnednnMatmul&) = delete;
   OnednnMatmul& operator=(const OnednnMatmul&) = delete;
@@ -43,6 +47,7 @@ class OnednnMatmul {
   const Primitive& primitive(const Key& key);
 
   OperandType operands_;
+  bool own_epilogue_;
   std::mutex mutex_;  // guards primitives_ (entries are never removed, so references stay valid)
   std::map<Key, std::unique_ptr<Primitive>> primitives_;
 };

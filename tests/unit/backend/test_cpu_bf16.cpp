@@ -229,8 +229,10 @@ TEST(Bf16Gemm, WeightCopiesAreRemadeAfterEveryWrite) {
 
 // The oneDNN plumbing (strides, transposes, alpha, beta as a sum post-op, per-thread streams and
 // scratchpads) with fp32 operands, which every CPU runs, against BLIS.
-TEST(OnednnMatmul, Fp32OperandsAgreeWithBlisInEveryLayout) {
-  OnednnMatmul matmul(OperandType::F32);
+class OnednnEpilogues : public ::testing::TestWithParam<Epilogue> {};
+
+TEST_P(OnednnEpilogues, Fp32OperandsAgreeWithBlisInEveryLayout) {
+  OnednnMatmul matmul(OperandType::F32, GetParam());
   auto blis = cpu_backend("fp32");
   for (const auto& [ta, tb] : all_transposes()) {
     for (const float beta : {0.0F, 1.0F}) {
@@ -255,6 +257,15 @@ TEST(OnednnMatmul, Fp32OperandsAgreeWithBlisInEveryLayout) {
   matmul.run(Trans::No, Trans::No, 2, 2, 0, 1.0F, nullptr, 1, nullptr, 2, 0.0F, c.data(), 2);
   EXPECT_EQ(c, Vec(4, 0.0F)) << "an empty sum with beta 0 must clear C";
 }
+
+// oneDNN's output scale and sum post-op, and the pass over C that replaces them where a kernel
+// does not take them.
+INSTANTIATE_TEST_SUITE_P(Epilogues, OnednnEpilogues,
+                         ::testing::Values(Epilogue::OneDnnWhereSupported, Epilogue::Ours),
+                         [](const auto& param_info) {
+                           return param_info.param == Epilogue::Ours ? std::string("Ours")
+                                                                     : std::string("OneDnn");
+                         });
 
 TEST(Bf16Precision, RefusedInOneLineWhereTheCpuHasNoBf16Units) {
   const auto why = bf16_unsupported();

@@ -86,27 +86,25 @@ void warn_if_spinning_on_a_busy_machine() {
       load[0], cpus);
 }
 
-// What the GEMM probe's rate is, for its output line: its name before "GFLOP/s", how it ran,
-// and the name of the model/GEMM fraction. fp32 keeps the "sgemm" names that earlier outputs
-// and the docs use.
+// What the GEMM probe's rate is, for its output line: its name before "GFLOP/s", how it ran
+// (empty, or ending in ", "), and the name of the model/GEMM fraction. fp32 keeps the line that
+// earlier outputs and the docs show.
 struct GemmLabel {
   std::string rate;      // "sgemm", "bf16 GEMM", ...
-  std::string how;       // "through oneDNN", ...
+  std::string how;       // "", "through oneDNN, ", ...
   std::string fraction;  // "model/sgemm", "model/bf16 GEMM", ...
 };
 
 GemmLabel gemm_label(BackendKind kind, const std::string& precision) {
-  const bool cuda = kind == BackendKind::Cuda;
-  if (precision == "fp32") {
-    return {"sgemm", cuda ? "through cuBLAS" : "through BLIS", "model/sgemm"};
-  }
+  if (precision == "fp32") return {"sgemm", "", "model/sgemm"};
   if (precision == "bf16-emulated") {
-    // Operands rounded to bf16 on the fp32 units: a test mode, slower than fp32.
-    return {"bf16-emulated GEMM", "with operands rounded to bf16, then BLIS sgemm",
+    // Operands rounded to bf16 on the fp32 units: a test mode, not a speed mode.
+    return {"bf16-emulated GEMM", "with operands rounded to bf16, then BLIS sgemm, ",
             "model/bf16-emulated GEMM"};
   }
   const std::string rate = precision + " GEMM";
-  return {rate, cuda ? "through cuBLAS" : "through oneDNN", "model/" + rate};
+  return {rate, kind == BackendKind::Cuda ? "through cuBLAS, " : "through oneDNN, ",
+          "model/" + rate};
 }
 
 double megabytes(std::size_t bytes) {
@@ -270,18 +268,10 @@ int run_bench_model(const BenchModelOptions& opt) {
   if (gemm) {
     const double gemm_gflops = gemm->flops() * steps / gemm_s / 1e9;
     const GemmLabel label = gemm_label(config.runtime.backend, be->gemm_precision());
-    if (label.rate == "sgemm") {
-      log::info(
-          "  sgemm GFLOP/s  {:9.1f}  ({}^3 after each step, same backend and threads): "
-          "model/sgemm = {:.2f}",
-          gemm_gflops, opt.sgemm_size, model_gflops / gemm_gflops);
-    } else {
-      log::info(
-          "  {} GFLOP/s  {:.1f}  ({}^3 {}, after each step, same backend and threads): {} = "
-          "{:.2f}",
-          label.rate, gemm_gflops, opt.sgemm_size, label.how, label.fraction,
-          model_gflops / gemm_gflops);
-    }
+    log::info(
+        "  {} GFLOP/s  {:9.1f}  ({}^3 {}after each step, same backend and threads): {} = {:.2f}",
+        label.rate, gemm_gflops, opt.sgemm_size, label.how, label.fraction,
+        model_gflops / gemm_gflops);
   }
   log::info("memory:");
   log::info("  parameters     {:9.1f} MB", megabytes(param_bytes));

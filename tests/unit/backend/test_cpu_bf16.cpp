@@ -18,6 +18,7 @@
 #include "chimera/backend/backend.hpp"
 #include "chimera/core/error.hpp"
 #include "cpu_backend.hpp"
+#include "cpu_precision.hpp"
 #include "onednn_matmul.hpp"
 
 namespace chimera::backend::cpu {
@@ -117,9 +118,7 @@ TEST(Bf16Gemm, EmulationIsTheFp32GemmOfRoundedOperands) {
 class Bf16GemmPaths : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(Bf16GemmPaths, WithinTheRoundingBoundAndNotFp32) {
-  if (GetParam() == "bf16") {
-    if (const auto why = bf16_unsupported()) GTEST_SKIP() << *why;
-  }
+  CHIMERA_SKIP_UNLESS_CPU_RUNS(GetParam());
   auto be = cpu_backend(GetParam());
   auto fp32 = cpu_backend("fp32");
   for (const auto& [ta, tb] : all_transposes()) {
@@ -147,10 +146,7 @@ TEST_P(Bf16GemmPaths, WithinTheRoundingBoundAndNotFp32) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Precisions, Bf16GemmPaths, ::testing::Values("bf16-emulated", "bf16"),
-                         [](const auto& param_info) {
-                           return param_info.param == "bf16" ? std::string("Bf16")
-                                                             : std::string("Bf16Emulated");
-                         });
+                         testing::precision_test_name);
 
 // Like fp32, the emulation gives the same bits for any thread count, in every GEMM the model
 // runs: the team GEMM, batched GEMMs and the attention heads.

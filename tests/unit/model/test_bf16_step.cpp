@@ -16,7 +16,7 @@
 
 #include "bf16_step_tolerance.hpp"
 #include "chimera/model/worker.hpp"
-#include "cpu/cpu_backend.hpp"
+#include "cpu_precision.hpp"
 #include "tolerance.hpp"
 
 namespace chimera::model {
@@ -85,9 +85,7 @@ bool bit_equal(const std::vector<float>& a, const std::vector<float>& b) {
 class Bf16Step : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
-    if (GetParam() == "bf16") {
-      if (const auto why = backend::cpu::bf16_unsupported()) GTEST_SKIP() << "bf16: " << *why;
-    }
+    CHIMERA_SKIP_UNLESS_CPU_RUNS(GetParam());
     bf16_ = train_step(GetParam());
     if (!fp32_) fp32_ = std::make_unique<Step>(train_step("fp32"));  // once per process
   }
@@ -138,11 +136,7 @@ TEST_P(Bf16Step, DiffersFromFp32ByBf16Rounding) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Precisions, Bf16Step, ::testing::Values("bf16-emulated", "bf16"),
-                         [](const ::testing::TestParamInfo<std::string>& p) {
-                           std::string name = p.param;
-                           std::replace(name.begin(), name.end(), '-', '_');
-                           return name;
-                         });
+                         testing::precision_test_name);
 
 }  // namespace
 }  // namespace chimera::model

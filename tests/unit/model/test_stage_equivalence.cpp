@@ -16,7 +16,7 @@
 
 #include "chimera/backend/buffer.hpp"
 #include "chimera/model/worker.hpp"
-#include "cpu/cpu_backend.hpp"
+#include "cpu_precision.hpp"
 
 namespace chimera::model {
 namespace {
@@ -36,9 +36,7 @@ enum class Backward { Fused, Split, SplitDeferredWeights };
 class StageEquivalence : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
-    if (GetParam() == "bf16") {
-      if (const auto why = backend::cpu::bf16_unsupported()) GTEST_SKIP() << "bf16: " << *why;
-    }
+    CHIMERA_SKIP_UNLESS_CPU_RUNS(GetParam());
     backend::BackendOptions options;
     options.precision = GetParam();
     be_ = backend::make_backend(BackendKind::Cpu, options);
@@ -200,11 +198,7 @@ TEST_P(StageEquivalence, GradientsAreNotTrivial) {
 
 INSTANTIATE_TEST_SUITE_P(Precisions, StageEquivalence,
                          ::testing::Values("fp32", "bf16-emulated", "bf16"),
-                         [](const ::testing::TestParamInfo<std::string>& p) {
-                           std::string name = p.param;
-                           std::replace(name.begin(), name.end(), '-', '_');
-                           return name;
-                         });
+                         testing::precision_test_name);
 
 }  // namespace
 }  // namespace chimera::model

@@ -23,7 +23,7 @@ void Bf16Gemm::weights_written(const void* dst, std::size_t bytes) {
   const auto* begin = static_cast<const std::byte*>(dst);
   const auto* end = begin + bytes;
   for (Range& r : ranges_) {
-    if (begin < r.end && r.begin < end) ++r.generation;
+    if (r.overlaps(begin, end)) ++r.generation;
   }
 }
 
@@ -31,7 +31,7 @@ void Bf16Gemm::forget(const void* ptr, std::size_t bytes) {
   const std::lock_guard lock(mutex_);
   const auto* begin = static_cast<const std::byte*>(ptr);
   const auto* end = begin + bytes;
-  const auto overlaps = [&](const Range& r) { return begin < r.end && r.begin < end; };
+  const auto overlaps = [&](const Range& r) { return r.overlaps(begin, end); };
   if (std::none_of(ranges_.begin(), ranges_.end(), overlaps)) return;
   std::erase_if(ranges_, overlaps);
   drop_copies(begin, end);

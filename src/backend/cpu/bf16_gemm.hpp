@@ -56,6 +56,9 @@ class Bf16Gemm {
     const std::byte* begin;
     const std::byte* end;
     std::uint64_t generation = 0;
+    bool overlaps(const std::byte* from, const std::byte* to) const {
+      return from < end && begin < to;
+    }
   };
   std::vector<Range> ranges_;
   mutable std::mutex mutex_;  // guards ranges_ and the converted copies

@@ -9,6 +9,7 @@
 #include "chimera/core/error.hpp"
 #include "cpu_backend.hpp"
 #include "onednn_matmul.hpp"
+#include "scratch.hpp"
 
 namespace chimera::backend::cpu {
 
@@ -59,7 +60,7 @@ class ConvertingGemm : public Bf16Gemm {
             bool team) final {
     const Index a_rows = trans_a == Trans::No ? m : k, a_cols = trans_a == Trans::No ? k : m;
     const Index b_rows = trans_b == Trans::No ? k : n, b_cols = trans_b == Trans::No ? n : k;
-    thread_local std::vector<Element> a_scratch, b_scratch;
+    thread_local Scratch<Element> a_scratch, b_scratch;
     const Element* a_converted = operand(a, a_rows, a_cols, lda, a_scratch, team);
     const Element* b_converted = operand(b, b_rows, b_cols, ldb, b_scratch, team);
     compute(trans_a, trans_b, m, n, k, alpha, a_converted, a_cols, b_converted, b_cols, beta, c,
@@ -82,7 +83,7 @@ class ConvertingGemm : public Bf16Gemm {
 
   // The converted stored matrix: a current copy of registered weights, else `scratch`.
   const Element* operand(const float* src, Index rows, Index cols, Index ld,
-                         std::vector<Element>& scratch, bool team) {
+                         Scratch<Element>& scratch, bool team) {
     {
       const std::lock_guard lock(mutex_);
       const int range = weight_range(src, rows, cols, ld);
@@ -98,9 +99,9 @@ class ConvertingGemm : public Bf16Gemm {
         return copy.data.data();
       }
     }
-    scratch.resize(static_cast<std::size_t>(rows * cols));
-    convert(scratch.data(), src, rows, cols, ld, team);
-    return scratch.data();
+    Element* converted = scratch.get(static_cast<std::size_t>(rows * cols));
+    convert(converted, src, rows, cols, ld, team);
+    return converted;
   }
 
   void drop_copies(const std::byte* begin, const std::byte* end) final {

@@ -6,9 +6,9 @@
 #include <algorithm>
 #include <bit>
 #include <oneapi/dnnl/dnnl.hpp>
-#include <vector>
 
 #include "chimera/core/error.hpp"
+#include "scratch.hpp"
 
 namespace chimera::backend::cpu {
 
@@ -64,8 +64,8 @@ const dnnl::engine& cpu_engine() {
 // Each thread executes on a stream of its own, with a scratchpad that grows to the largest need.
 struct ThreadContext {
   std::unique_ptr<dnnl::stream> stream;
-  std::vector<std::byte> scratchpad;
-  std::vector<float> product;  // op(A) op(B) before our own epilogue adds it to C
+  Scratch<std::byte> scratchpad;
+  Scratch<float> product;  // op(A) op(B) before our own epilogue adds it to C
 };
 
 ThreadContext& thread_context() {
@@ -175,16 +175,15 @@ void OnednnMatmul::run(Trans trans_a, Trans trans_b, Index m, Index n, Index k, 
   const Primitive& p = primitive({trans_a == Trans::Yes, trans_b == Trans::Yes, m, n, k, lda, ldb,
                                   ldc, std::bit_cast<std::uint32_t>(alpha), accumulate});
   ThreadContext& context = thread_context();
-  if (context.scratchpad.size() < p.scratchpad_bytes) context.scratchpad.resize(p.scratchpad_bytes);
   const bool into_product = p.own_epilogue && accumulate;
-  if (into_product) context.product.resize(static_cast<std::size_t>(m * n));
-  float* out = into_product ? context.product.data() : c;
+  float* out = into_product ? context.product.get(static_cast<std::size_t>(m * n)) : c;
   const auto& d = p.desc;
   // oneDNN reads the operands only; its memory objects take non-const handles.
   const dnnl::memory src(d.src_desc(), cpu_engine(), const_cast<void*>(a));
   const dnnl::memory weights(d.weights_desc(), cpu_engine(), const_cast<void*>(b));
   const dnnl::memory dst(d.dst_desc(), cpu_engine(), out);
-  const dnnl::memory scratchpad(d.scratchpad_desc(), cpu_engine(), context.scratchpad.data());
+  const dnnl::memory scratchpad(d.scratchpad_desc(), cpu_engine(),
+                                context.scratchpad.get(p.scratchpad_bytes));
   p.matmul.execute(*context.stream, {{DNNL_ARG_SRC, src},
                                      {DNNL_ARG_WEIGHTS, weights},
                                      {DNNL_ARG_DST, dst},

@@ -1,5 +1,6 @@
 #include "chimera/comm/agreement.hpp"
 
+#include <fmt/format.h>
 #include <climits>
 #include <exception>
 #include <vector>
@@ -7,6 +8,22 @@
 #include "chimera/comm/mpi.hpp"
 
 namespace chimera::comm {
+
+namespace {
+
+// `text` on every rank as `root` holds it.
+std::string broadcast(MPI_Comm comm, const std::string& text, int root) {
+  int rank = 0;
+  MPI_CHECK(MPI_Comm_rank(comm, &rank));
+  int size = static_cast<int>(text.size());
+  MPI_CHECK(MPI_Bcast(&size, 1, MPI_INT, root, comm));
+  std::vector<char> chars(text.begin(), text.end());
+  chars.resize(static_cast<std::size_t>(size));
+  if (size > 0) MPI_CHECK(MPI_Bcast(chars.data(), size, MPI_CHAR, root, comm));
+  return rank == root ? text : std::string(chars.begin(), chars.end());
+}
+
+}  // namespace
 
 void all_or_none(MPI_Comm comm, const std::function<void()>& step) {
   int rank = 0;
@@ -25,25 +42,30 @@ void all_or_none(MPI_Comm comm, const std::function<void()>& step) {
   MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &first_failed, 1, MPI_INT, MPI_MIN, comm));
   if (first_failed == INT_MAX) return;
 
-  // Broadcast the first failing rank's status and message to everyone.
-  int header[2] = {status, static_cast<int>(message.size())};
-  MPI_CHECK(MPI_Bcast(header, 2, MPI_INT, first_failed, comm));
-  std::vector<char> text(static_cast<std::size_t>(header[1]));
-  if (rank == first_failed) text.assign(message.begin(), message.end());
-  if (header[1] > 0) MPI_CHECK(MPI_Bcast(text.data(), header[1], MPI_CHAR, first_failed, comm));
-  throw AgreedError(std::string(text.begin(), text.end()), header[0], first_failed);
+  // The first failing rank's status and message, to everyone.
+  MPI_CHECK(MPI_Bcast(&status, 1, MPI_INT, first_failed, comm));
+  throw AgreedError(broadcast(comm, message, first_failed), status, first_failed);
+}
+
+std::optional<Difference> first_difference(MPI_Comm comm, const std::string& value) {
+  int rank = 0;
+  MPI_CHECK(MPI_Comm_rank(comm, &rank));
+  const std::string root_value = broadcast(comm, value, 0);
+  int first = value != root_value ? rank : INT_MAX;
+  MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &first, 1, MPI_INT, MPI_MIN, comm));
+  if (first == INT_MAX) return std::nullopt;
+  return Difference{first, root_value, broadcast(comm, value, first)};
 }
 
 void check_same_config(MPI_Comm comm, std::uint64_t config_hash) {
-  static_assert(sizeof(unsigned long long) == sizeof(std::uint64_t));
-  unsigned long long root_hash = config_hash;
-  MPI_CHECK(MPI_Bcast(&root_hash, 1, MPI_UNSIGNED_LONG_LONG, 0, comm));
-  all_or_none(comm, [&] {
-    CHIMERA_REQUIRE(root_hash == config_hash,
-                    "the run configuration differs across ranks (hash {:016x} here, {:016x} on "
-                    "rank 0): give every rank the same --config file and --set overrides",
-                    static_cast<unsigned long long>(config_hash), root_hash);
-  });
+  const auto difference =
+      first_difference(comm, fmt::format("{:016x}", static_cast<unsigned long long>(config_hash)));
+  if (!difference) return;
+  const InputError error(fmt::format(
+      "the run configuration differs across ranks (hash {} on rank {}, {} on rank 0): give every "
+      "rank the same --config file and --set overrides",
+      difference->value, difference->rank, difference->root_value));
+  throw AgreedError(error.what(), exit_status(error), difference->rank);
 }
 
 }  // namespace chimera::comm

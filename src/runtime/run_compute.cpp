@@ -65,6 +65,20 @@ class RealCompute final : public RunCompute {
     options.local_rank = local_rank.rank;
     comm::all_or_none(world,
                       [&] { backend_ = backend::make_backend(config.runtime.backend, options); });
+    // runtime.precision = auto lets each rank choose from its own device. A job computes in one
+    // precision (data-parallel replicas stay bit-identical only if they compute alike), so
+    // where the choices differ every rank runs fp32, which every device runs.
+    if (options.precision == "auto") {
+      if (const auto d = comm::first_difference(world, backend_->gemm_precision())) {
+        log::info(
+            "runtime.precision = auto chose {} on rank 0 but {} on rank {}: every rank runs "
+            "fp32 GEMMs (set runtime.precision to choose)",
+            d->root_value, d->value, d->rank);
+        options.precision = "fp32";
+        comm::all_or_none(
+            world, [&] { backend_ = backend::make_backend(config.runtime.backend, options); });
+      }
+    }
     // Says which GEMM precision runs, and why, where runtime.precision = auto chose.
     log::info("backend {}", backend_->description());
     if (!backend_->host_memory()) {

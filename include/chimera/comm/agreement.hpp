@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "chimera/core/error.hpp"
@@ -26,6 +27,15 @@ class AgreedError : public Error {
 };
 
 void all_or_none(MPI_Comm comm, const std::function<void()>& step);
+
+// Where a value must be the same on every rank: the lowest rank whose `value` differs from rank
+// 0's, with both values, known to every rank; nullopt where all ranks hold rank 0's value.
+struct Difference {
+  int rank = 0;
+  std::string root_value;  // rank 0's
+  std::string value;       // that rank's
+};
+std::optional<Difference> first_difference(MPI_Comm comm, const std::string& value);
 
 // InputError on every rank if any rank's configuration hash differs from rank 0's.
 void check_same_config(MPI_Comm comm, std::uint64_t config_hash);

@@ -44,17 +44,52 @@ TEST(AllOrNone, InternalErrorsKeepStatusOne) {
   EXPECT_EQ(status, 1);
 }
 
+TEST(FirstDifference, NoneWhereEveryRankHoldsRankZerosValue) {
+  EXPECT_FALSE(first_difference(MPI_COMM_WORLD, "bf16").has_value());
+  EXPECT_FALSE(first_difference(MPI_COMM_WORLD, "").has_value());
+}
+
+// runtime.precision = auto on a job whose last node lacks bf16 units: every rank learns which
+// rank differs and both values, of different lengths, so that all fall back together.
+TEST(FirstDifference, EveryRankLearnsTheLowestDifferingRankAndBothValues) {
+  const int last = world_size() - 1;
+  const auto d = first_difference(MPI_COMM_WORLD, world_rank() == last ? "fp32" : "bf16-emulated");
+  if (world_size() == 1) {
+    EXPECT_FALSE(d.has_value());
+    return;
+  }
+  ASSERT_TRUE(d.has_value());
+  EXPECT_EQ(d->rank, last);
+  EXPECT_EQ(d->root_value, "bf16-emulated");
+  EXPECT_EQ(d->value, "fp32");
+}
+
+TEST(FirstDifference, TheLowestOfSeveralDifferingRanks) {
+  if (world_size() < 3) GTEST_SKIP() << "needs 3 ranks, has " << world_size();
+  const auto d =
+      first_difference(MPI_COMM_WORLD, world_rank() == 0 ? "a" : std::to_string(world_rank()));
+  ASSERT_TRUE(d.has_value());
+  EXPECT_EQ(d->rank, 1);
+  EXPECT_EQ(d->root_value, "a");
+  EXPECT_EQ(d->value, "1");
+}
+
 TEST(ConfigCheck, DetectsADifferentConfigurationOnAnyRank) {
   EXPECT_NO_THROW(check_same_config(MPI_COMM_WORLD, 42));
   if (world_size() == 1) return;
-  int status = 0;
+  int status = 0, failed = -1;
   try {
     check_same_config(MPI_COMM_WORLD, world_rank() == 1 ? 43 : 42);
   } catch (const AgreedError& e) {
     status = e.status();
-    EXPECT_NE(std::string(e.what()).find("configuration differs across ranks"), std::string::npos);
+    failed = e.failed_rank();
+    EXPECT_NE(std::string(e.what()).find("configuration differs across ranks (hash "
+                                         "000000000000002b on rank 1, 000000000000002a on rank 0)"),
+              std::string::npos)
+        << e.what();
   }
   EXPECT_EQ(status, 2);
+  EXPECT_EQ(failed, 1);
 }
 
 }  // namespace

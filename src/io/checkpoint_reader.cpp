@@ -1,5 +1,6 @@
 // Reading checkpoints: serial, read-only, validated against what the caller's model expects.
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 #include "chimera/core/error.hpp"
@@ -34,6 +35,19 @@ std::vector<std::int64_t> tensor_shape(hid_t dataset, const std::string& path,
                     path, name);
   }
   return shape;
+}
+
+// Weights and optimizer moments are finite in any file a run could continue from (a diverged
+// state is never saved): a NaN or infinity, or a float64 beyond float32's range, would only
+// surface later as a "diverged" run, blaming training for the file.
+void require_finite(std::span<const float> values, const std::string& path, const std::string& name,
+                    std::int64_t first_index) {
+  const auto bad =
+      std::find_if(values.begin(), values.end(), [](float x) { return !std::isfinite(x); });
+  CHIMERA_REQUIRE(bad == values.end(),
+                  "{}: tensor '{}' holds {} at element {} (after conversion to float32); the "
+                  "weights are damaged or from a diverged run",
+                  path, name, *bad, first_index + (bad - values.begin()));
 }
 
 std::string expected_shape_note(const std::string& name) {
@@ -182,6 +196,7 @@ void CheckpointReader::read(const std::string& name, std::span<float> out) const
       H5Dread(dataset.get(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, out.data()) >= 0,
       "{}: reading tensor '{}' failed: the file is damaged or truncated (HDF5: {})", impl_->path,
       name, h5::library_error_message());
+  require_finite(out, impl_->path, name, 0);
 }
 
 void CheckpointReader::read_rows(const std::string& name, std::int64_t row_begin, std::int64_t rows,
@@ -209,6 +224,7 @@ void CheckpointReader::read_rows(const std::string& name, std::int64_t row_begin
                   "{}: reading rows of tensor '{}' failed: the file is damaged or truncated "
                   "(HDF5: {})",
                   impl_->path, name, h5::library_error_message());
+  require_finite(out, impl_->path, name, row_begin * row);
 }
 
 }  // namespace chimera::io

@@ -89,36 +89,47 @@ std::string describe_checkpoint(const std::string& path, const CheckpointDescrib
   } else {
     out << fmt::format("{}: HDF5 tensors without Chimera's checkpoint attributes\n", path);
   }
-  if (options.guess_model) {
-    try {
-      const ModelGuess guess = options.guess_model(reader);
-      const InitWeights init = match_init_weights(reader, guess.weights);
-      out << fmt::format("  usable with --init for a model with {}{}\n", guess.description,
-                         init.conversions.empty() ? "" : " (" + init.conversions + ")");
-    } catch (const InputError& e) {
-      out << fmt::format("  not usable with --init: {}\n", e.what());
-    }
-  }
-
+  // The table first: reading the values (for the norms) may find a tensor that no run can load.
   const auto entries = reader.entries();
   std::size_t width = 6;
   for (const auto& e : entries) width = std::max(width, e.spec.name.size());
-  out << fmt::format("  {:<{}}  {:<16} {:<8} {:>12}\n", "tensor", width, "shape", "dtype",
-                     options.norms ? "L2 norm" : "");
+  std::ostringstream table;
+  table << fmt::format("  {:<{}}  {:<16} {:<8} {:>12}\n", "tensor", width, "shape", "dtype",
+                       options.norms ? "L2 norm" : "");
   std::int64_t weights = 0, optimizer = 0;
+  std::optional<std::string> unreadable_values;
   for (const auto& e : entries) {
     std::string norm;
     if (options.norms && is_readable_float(e.dtype)) {
       std::vector<float> v(static_cast<std::size_t>(e.spec.numel()));
-      reader.read(e.spec.name, v);
-      double sum = 0;
-      for (const float x : v) sum += static_cast<double>(x) * x;
-      norm = fmt::format("{:.6g}", std::sqrt(sum));
+      try {
+        reader.read(e.spec.name, v);
+        double sum = 0;
+        for (const float x : v) sum += static_cast<double>(x) * x;
+        norm = fmt::format("{:.6g}", std::sqrt(sum));
+      } catch (const InputError& error) {
+        norm = "unreadable";
+        if (!unreadable_values) unreadable_values = error.what();
+      }
     }
-    out << fmt::format("  {:<{}}  {:<16} {:<8} {:>12}\n", e.spec.name, width,
-                       h5::format_shape(e.spec.shape), e.dtype, norm);
+    table << fmt::format("  {:<{}}  {:<16} {:<8} {:>12}\n", e.spec.name, width,
+                         h5::format_shape(e.spec.shape), e.dtype, norm);
     (is_optimizer_state(e.spec.name) ? optimizer : weights) += e.spec.numel();
   }
+
+  if (options.guess_model) {
+    try {
+      const ModelGuess guess = options.guess_model(reader);
+      const InitWeights init = match_init_weights(reader, guess.weights);
+      if (unreadable_values) throw InputError(*unreadable_values);
+      out << fmt::format("  usable with --init for a model with {}{}{}\n", guess.description,
+                         init.conversions.empty() ? "" : " (" + init.conversions + ")",
+                         options.norms ? "" : " (values not read: --no-norms)");
+    } catch (const InputError& e) {
+      out << fmt::format("  not usable with --init: {}\n", e.what());
+    }
+  }
+  out << table.str();
   out << fmt::format("  {} tensors: {} parameters, {} optimizer values\n", entries.size(),
                      with_thousands(weights), with_thousands(optimizer));
   return out.str();

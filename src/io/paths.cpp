@@ -16,4 +16,30 @@ void create_parent_directory(const std::string& path) {
                   ec.message());
 }
 
+void write_via_temporary(const std::string& path,
+                         const std::function<void(const std::string& temporary)>& write) {
+  std::error_code ec;
+  CHIMERA_REQUIRE(!std::filesystem::is_directory(path, ec),
+                  "{}: is a directory; expected the name of a file to write", path);
+  const std::string temporary = path + ".tmp";
+  try {
+    write(temporary);
+    std::filesystem::rename(temporary, path, ec);
+    CHIMERA_REQUIRE(!ec, "{}: cannot rename {} to it ({})", path, temporary, ec.message());
+  } catch (...) {
+    std::filesystem::remove(temporary, ec);
+    throw;
+  }
+}
+
+void require_not_an_input(const std::string& path, std::initializer_list<std::string> inputs) {
+  for (const std::string& input : inputs) {
+    std::error_code ec;
+    CHIMERA_REQUIRE(!std::filesystem::equivalent(path, input, ec),
+                    "{}: is also an input ({}); writing it would destroy what is being read, so "
+                    "name another output",
+                    path, input);
+  }
+}
+
 }  // namespace chimera::io

@@ -16,6 +16,7 @@
 #include <optional>
 
 #include "chimera/core/error.hpp"
+#include "chimera/io/paths.hpp"
 
 namespace chimera::io {
 
@@ -271,8 +272,7 @@ void write_safetensors(const std::string& path, std::span<const SafetensorsTenso
   std::string json = header.dump();
   json.append((8 - json.size() % 8) % 8, ' ');
 
-  const std::string temporary = path + ".tmp";
-  {
+  write_via_temporary(path, [&](const std::string& temporary) {
     std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
     CHIMERA_REQUIRE(out.good(), "{}: cannot create the file", temporary);
     std::array<char, 8> length{};
@@ -286,10 +286,7 @@ void write_safetensors(const std::string& path, std::span<const SafetensorsTenso
     }
     out.flush();
     CHIMERA_REQUIRE(out.good(), "{}: writing failed (disk full?)", temporary);
-  }
-  std::error_code ec;
-  std::filesystem::rename(temporary, path, ec);
-  CHIMERA_REQUIRE(!ec, "{}: cannot rename {} to it ({})", path, temporary, ec.message());
+  });
 }
 
 float f16_to_f32(std::uint16_t bits) {

@@ -18,6 +18,7 @@
 #include "chimera/core/error.hpp"
 #include "chimera/data/tokenizer.hpp"
 #include "chimera/io/checkpoint.hpp"
+#include "chimera/io/paths.hpp"
 #include "chimera/io/safetensors.hpp"
 #include "chimera/model/gpt2_config.hpp"
 #include "chimera/model/parameters.hpp"
@@ -161,10 +162,12 @@ std::string hf_config_json(const ModelConfig& m) {
 
 HfImport import_hf(const std::string& safetensors, const std::string& config_json,
                    const std::string& out) {
+  const std::string config_path =
+      config_json.empty() ? beside(safetensors, "config.json") : config_json;
+  io::require_not_an_input(out, {safetensors, config_path});
   const io::SafetensorsReader reader(safetensors);
   HfImport result;
-  result.model =
-      read_hf_config(config_json.empty() ? beside(safetensors, "config.json") : config_json);
+  result.model = read_hf_config(config_path);
   const model::ParameterLayout layout = layout_of(result.model);
   const auto shape_text = [](const std::vector<std::int64_t>& s) {
     return fmt::format("[{}]", fmt::join(s, ", "));
@@ -230,11 +233,9 @@ HfImport import_hf(const std::string& safetensors, const std::string& config_jso
   Config config;
   config.model = result.model;
   const io::CheckpointMeta meta{0, config.train.seed, 0, config.to_toml()};
-  const std::string temporary = out + ".tmp";
-  io::write_checkpoint_file(MPI_COMM_SELF, temporary, tensors, meta);
-  std::error_code ec;
-  fs::rename(temporary, out, ec);
-  CHIMERA_REQUIRE(!ec, "{}: cannot rename {} to it ({})", out, temporary, ec.message());
+  io::write_via_temporary(out, [&](const std::string& temporary) {
+    io::write_checkpoint_file(MPI_COMM_SELF, temporary, tensors, meta);
+  });
   return result;
 }
 
@@ -254,12 +255,14 @@ ModelConfig export_hf(const std::string& checkpoint, const std::string& out_dir)
     reader.read(spec.name, values.back());
     tensors.push_back({std::string(kPrefix) + spec.name, spec.shape, values.back()});
   }
+  const std::string safetensors = (fs::path(out_dir) / "model.safetensors").string();
+  const std::string config_path = (fs::path(out_dir) / "config.json").string();
+  io::require_not_an_input(safetensors, {checkpoint});
+  io::require_not_an_input(config_path, {checkpoint});
   std::error_code ec;
   fs::create_directories(out_dir, ec);
   CHIMERA_REQUIRE(!ec, "{}: cannot create the directory ({})", out_dir, ec.message());
-  io::write_safetensors((fs::path(out_dir) / "model.safetensors").string(), tensors,
-                        {{"format", "pt"}});
-  const std::string config_path = (fs::path(out_dir) / "config.json").string();
+  io::write_safetensors(safetensors, tensors, {{"format", "pt"}});
   std::ofstream config(config_path, std::ios::trunc);
   config << hf_config_json(model);
   config.flush();

@@ -68,6 +68,23 @@ std::size_t parameter_count(const RunPlan& plan) {
   return params;
 }
 
+// The weights of a Chimera checkpoint belong to the [model] its config attribute names. Their
+// shapes alone do not pin it (n_head splits C without changing a shape), so another [model]
+// cannot continue or start from them: an InputError naming both, and `remedy`.
+Config require_same_model(const std::string& path, const std::string& saved_toml,
+                          const Config& config, std::string_view remedy) {
+  const Config saved = Config::from_toml(saved_toml, path + " (its config attribute)");
+  auto shape = [](const ModelConfig& m) {
+    return fmt::format("L {} C {} H {} T {} V {}", m.n_layer, m.n_embd, m.n_head, m.n_ctx,
+                       m.vocab_size);
+  };
+  CHIMERA_REQUIRE(Config::differences(saved, config, "model").empty(),
+                  "{}: the checkpoint's model is {} but this run's is {} (model.n_layer, n_embd, "
+                  "n_head, n_ctx, vocab_size): {}",
+                  path, shape(saved.model), shape(config.model), remedy);
+  return saved;
+}
+
 }  // namespace
 
 struct Trainer::Impl {
@@ -169,7 +186,14 @@ void Trainer::Impl::load_start_state() {
   const Config& config = request.config;
   if (!request.init.empty()) {
     std::string conversions;
-    comm::all_or_none(world, [&] { conversions = compute->state().init(request.init); });
+    comm::all_or_none(world, [&] {
+      const io::CheckpointReader reader(request.init);
+      if (reader.is_chimera_checkpoint()) {
+        require_same_model(request.init, reader.meta().config, config,
+                           "start with the checkpoint's [model] settings");
+      }
+      conversions = compute->state().init(request.init);
+    });
     log::info("initialised weights from {}{}", request.init,
               conversions.empty() ? "" : " (" + conversions + ")");
     return;
@@ -219,19 +243,12 @@ void Trainer::Impl::load_start_state() {
       kExitInput, 0);
 }
 
-// A checkpoint of another model shape cannot continue this run (an InputError naming both);
-// other settings may differ, and this run's values apply (the log says which).
+// A checkpoint of another model cannot continue this run (require_same_model); other settings may
+// differ, and this run's values apply (the log says which).
 void Trainer::Impl::check_resumable(const std::string& path, const io::CheckpointMeta& meta) const {
   const Config& config = request.config;
-  const Config saved = Config::from_toml(meta.config, path + " (its config attribute)");
-  auto shape = [](const ModelConfig& m) {
-    return fmt::format("L {} C {} H {} T {} V {}", m.n_layer, m.n_embd, m.n_head, m.n_ctx,
-                       m.vocab_size);
-  };
-  CHIMERA_REQUIRE(Config::differences(saved, config, "model").empty(),
-                  "{}: the checkpoint's model is {} but this run's is {} (model.n_layer, n_embd, "
-                  "n_head, n_ctx, vocab_size): resume with the checkpoint's [model] settings",
-                  path, shape(saved.model), shape(config.model));
+  const Config saved = require_same_model(path, meta.config, config,
+                                          "resume with the checkpoint's [model] settings");
   std::vector<std::string> changed;
   for (const auto& d : Config::differences(saved, config, "train"))
     changed.push_back(fmt::format("{} = {} (checkpoint: {})", d.key, d.b, d.a));

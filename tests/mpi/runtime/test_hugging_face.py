@@ -12,7 +12,10 @@
   n_ctx; seeded sampling repeats; text prompts are encoded and decoded with GPT-2's tokenizer;
 - `chimera train` with log.sample_tokens prints, with each validation loss, the sample that
   `chimera sample` draws from the same weights with the same seed;
-- configs Chimera does not compute and damaged files are refused with status 2 and one line.
+- configs Chimera does not compute and damaged files are refused with status 2 and one line;
+  an output that is one of the inputs is refused and a failed write leaves no temporary file;
+- --init refuses a checkpoint of another [model] (n_head changes no shape) and non-finite
+  weights, naming the file and tensor.
 
 Usage: test_hugging_face.py CHIMERA MPIEXEC [MPIEXEC FLAGS...]
 """
@@ -375,6 +378,52 @@ class HuggingFace(unittest.TestCase):
         self.assertEqual(r.returncode, 2)
         self.assertIn("nowhere.json: cannot read", r.stderr)
         self.assertFalse(os.path.exists(self.path("x.h5")))
+
+        # The output never replaces an input, and a failed write leaves nothing behind.
+        source = self.path("ok", "model.safetensors")
+        with open(source, "rb") as f:
+            before = f.read()
+        for out in (source, self.path("ok", "config.json")):
+            r = chimera("import-hf", source, "--out", out)
+            self.assertEqual(r.returncode, 2, (out, r.stderr))
+            self.assertIn(f"{out}: is also an input", r.stderr)
+        with open(source, "rb") as f:
+            self.assertEqual(f.read(), before)
+        os.makedirs(self.path("folder"))
+        r = chimera("import-hf", source, "--out", self.path("folder"))
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("is a directory", r.stderr)
+        self.assertEqual(os.listdir(self.tmp).count("folder.tmp"), 0)
+
+    def test_init_refuses_another_model_and_nonfinite_weights(self):
+        save_hf(self.path("hf"), hf_weights(5), "F32")
+        ckpt = self.path("x.h5")
+        r = chimera("import-hf", self.path("hf", "model.safetensors"), "--out", ckpt)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        write_tokens(self.path("train.h5"), np.arange(4 * T + 1) % SHAPE["vocab_size"])
+        run = ["--set", f"data.train={self.path('train.h5')}", "--set=parallel.scheme=gpipe",
+               "--set=parallel.stages=1", "--set=parallel.micro_batches=1", "--steps", "1"]
+        # n_head splits C without changing any shape: only the checkpoint's config tells.
+        r = train(1, ["--init", ckpt, *run, "--set=model.n_head=4"])
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("the checkpoint's model is L 4 C 32 H 2 T 16 V 96 but this run's is "
+                      "L 4 C 32 H 4 T 16 V 96", r.stderr)
+        # A NaN, or a float64 beyond float32's range, is the file's fault, not the run's.
+        for bad, shown in ((np.nan, "nan"), (1e300, "inf")):
+            with self.subTest(value=bad):
+                damaged = self.path("damaged.h5")
+                shutil.copy(ckpt, damaged)
+                with h5py.File(damaged, "r+") as f:
+                    values = f["h.1.ln_1.weight"][...].astype(np.float64)
+                    values[3] = bad
+                    del f["h.1.ln_1.weight"]
+                    f.create_dataset("h.1.ln_1.weight", data=values)
+                r = train(1, ["--init", damaged, *run])
+                self.assertEqual(r.returncode, 2, r.stderr)
+                self.assertIn(f"tensor 'h.1.ln_1.weight' holds {shown} at element 3", r.stderr)
+                r = chimera("inspect", damaged)
+                self.assertEqual(r.returncode, 0, r.stderr)
+                self.assertIn("not usable with --init", r.stdout)
 
 
 if __name__ == "__main__":

@@ -290,27 +290,27 @@ std::string CheckpointDirectory::path_for_step(std::int64_t step) const {
   return (fs::path(dir_) / fmt::format("ckpt-{:08d}.h5", step)).string();
 }
 
+std::string CheckpointDirectory::prepare() const {
+  std::error_code ec;
+  fs::create_directories(dir_, ec);
+  if (ec) return fmt::format("{}: cannot create the checkpoint directory: {}", dir_, ec.message());
+  const std::string probe = (fs::path(dir_) / fmt::format(".write-test-{}", ::getpid())).string();
+  const bool writable = std::ofstream(probe).good();
+  fs::remove(probe, ec);
+  if (!writable) return fmt::format("{}: the checkpoint directory is not writable", dir_);
+  existed_ = true;
+  return "";
+}
+
 std::string CheckpointDirectory::save(MPI_Comm comm, std::span<const TensorData> tensors,
                                       const CheckpointMeta& meta) const {
   const detail::Collective group(comm);
   std::string failure, gone;
   if (group.rank() == 0) {
-    std::error_code ec;
     // A directory that held checkpoints and is gone may be a file system that is no longer
     // mounted: recreating it would write into the mount point, on another disk.
     if (existed_) gone = vanished();
-    if (gone.empty()) {
-      fs::create_directories(dir_, ec);
-      const std::string probe =
-          (fs::path(dir_) / fmt::format(".write-test-{}", ::getpid())).string();
-      if (ec) {
-        failure = fmt::format("{}: cannot create the checkpoint directory: {}", dir_, ec.message());
-      } else if (!std::ofstream(probe).good()) {
-        failure = fmt::format("{}: the checkpoint directory is not writable", dir_);
-      }
-      fs::remove(probe, ec);
-      existed_ = existed_ || failure.empty();
-    }
+    if (gone.empty()) failure = prepare();
   }
   group.agree(gone, false);
   group.agree(failure, true);

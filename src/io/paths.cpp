@@ -1,6 +1,7 @@
 #include "chimera/io/paths.hpp"
 
 #include <filesystem>
+#include <fstream>
 #include <system_error>
 
 #include "chimera/core/error.hpp"
@@ -14,6 +15,21 @@ void create_parent_directory(const std::string& path) {
   std::filesystem::create_directories(parent, ec);
   CHIMERA_REQUIRE(!ec, "cannot create the folder '{}' for '{}': {}", parent.string(), path,
                   ec.message());
+}
+
+void require_writable(const std::string& path, const std::string& what) {
+  try {
+    create_parent_directory(path);
+  } catch (const InputError& e) {
+    throw InputError(fmt::format("{} {}: {}", what, path, e.what()));
+  }
+  std::error_code ec;
+  CHIMERA_REQUIRE(!std::filesystem::is_directory(path, ec),
+                  "{} {}: is a directory; expected the name of a file to write", what, path);
+  const bool existed = std::filesystem::exists(path, ec);
+  const bool writable = std::ofstream(path, std::ios::app).good();
+  if (!existed) std::filesystem::remove(path, ec);
+  CHIMERA_REQUIRE(writable, "{} {}: cannot be written (permissions?)", what, path);
 }
 
 void write_via_temporary(const std::string& path,

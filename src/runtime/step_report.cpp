@@ -11,11 +11,12 @@
 namespace chimera::runtime {
 
 StepStats reduce_step(MPI_Comm world, const IterationResult& r, double iter_s,
-                      std::int64_t peak_act, bool stop) {
+                      std::int64_t peak_act, int stop_signal) {
   int size = 1;
   MPI_CHECK(MPI_Comm_size(world, &size));
   double sums[3] = {r.compute_s, r.idle_queued_s.value_or(0.0), r.idle_queued_s ? 1.0 : 0.0};
-  double maxes[4] = {iter_s, r.wall_s, static_cast<double>(peak_act), stop ? 1.0 : 0.0};
+  double maxes[4] = {iter_s, r.wall_s, static_cast<double>(peak_act),
+                     static_cast<double>(stop_signal)};
   MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, sums, 3, MPI_DOUBLE, MPI_SUM, world));
   MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, maxes, 4, MPI_DOUBLE, MPI_MAX, world));
   StepStats s;
@@ -28,7 +29,7 @@ StepStats reduce_step(MPI_Comm world, const IterationResult& r, double iter_s,
   s.core_wait = maxes[1] > 0 && sums[2] == size ? sums[1] / rank_seconds
                                                 : std::numeric_limits<double>::quiet_NaN();
   s.peak_act = static_cast<std::int64_t>(maxes[2]);
-  s.stop = maxes[3] > 0;
+  s.stop_signal = static_cast<int>(maxes[3]);
   return s;
 }
 

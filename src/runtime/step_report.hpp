@@ -20,12 +20,13 @@ struct StepStats {
   double bubble = 0.0;
   double core_wait = 0.0;  // the part of `bubble` ranks were runnable but had no core
   std::int64_t peak_act = 0;
-  bool stop = false;  // some rank received a stop signal
+  int stop_signal = 0;  // a stop signal some rank received (the highest number), 0 if none
+  bool stop() const { return stop_signal != 0; }
 };
 
-// Collective: the timing and the stop flag of one step, gathered with two reductions.
+// Collective: the timing and the stop signal of one step, gathered with two reductions.
 StepStats reduce_step(MPI_Comm world, const IterationResult& r, double iter_s,
-                      std::int64_t peak_act, bool stop);
+                      std::int64_t peak_act, int stop_signal);
 
 class StepReport {
  public:

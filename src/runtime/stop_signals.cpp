@@ -20,4 +20,10 @@ int StopSignals::received() const {
   return static_cast<int>(g_stop_signal);
 }
 
+std::string signal_name(int signal) {
+  if (signal == SIGTERM) return "SIGTERM";
+  if (signal == SIGUSR1) return "SIGUSR1";
+  return "signal " + std::to_string(signal);
+}
+
 }  // namespace chimera::runtime

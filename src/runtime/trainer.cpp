@@ -21,6 +21,7 @@
 #include "chimera/core/timer.hpp"
 #include "chimera/io/checkpoint.hpp"
 #include "chimera/io/metrics.hpp"
+#include "chimera/io/paths.hpp"
 #include "chimera/model/parameters.hpp"
 #include "chimera/optim/clip.hpp"
 #include "chimera/optim/lr_schedule.hpp"
@@ -156,12 +157,22 @@ Trainer::Impl::Impl(const TrainRequest& req, MPI_Comm w) : request(req), world(w
       comm::describe_node_local_ranks(comm::gather_node_local_ranks(world, local_rank));
   wait_policy.doorbells = config.runtime.wait == WaitMode::Doorbell;
   wait_policy.watchdog_s = config.runtime.watchdog_s;
-  compute = RunCompute::make(plan, world, *comms, wait_policy, local_rank, rank);
+  // Data and output files before the model is built: a mistake in a path is reported at once,
+  // not after minutes of setup, nor after the last step (a metrics file rank 0 cannot open
+  // used to end it alone and leave the others waiting).
   comm::all_or_none(world, [&] {
     lr_schedule = optim::LrSchedule::from(config.train);
     feed.emplace(plan);
     if (!config.checkpoint.dir.empty()) checkpointing.emplace(config, world, rank, hang_hook);
+    if (rank != 0) return;
+    if (checkpointing) {
+      const std::string unwritable = checkpointing->directory().prepare();
+      CHIMERA_REQUIRE(unwritable.empty(), "{}", unwritable);
+    }
+    if (!config.log.metrics.empty()) io::require_writable(config.log.metrics, "--metrics");
+    if (!config.log.trace.empty()) io::require_writable(config.log.trace, "--trace");
   });
+  compute = RunCompute::make(plan, world, *comms, wait_policy, local_rank, rank);
   load_start_state();
   log::info("{}", header(plan, parameter_count(plan), compute->describe()));
   log::info("{}", plan.topology.describe());
@@ -272,7 +283,9 @@ void Trainer::Impl::run() {
   Executor executor(plan.schedule, plan.program, plan.topology.worker, compute->stages(),
                     transport);
   TraceCollector trace(world, config.log.trace);
-  StepReport report(plan, cores, open_metrics(), compute->predicted_ms(), start_step);
+  io::MetricsWriter metrics;
+  comm::all_or_none(world, [&] { metrics = open_metrics(); });
+  StepReport report(plan, cores, std::move(metrics), compute->predicted_ms(), start_step);
   NonfiniteGuard guard(config.train, skipped_steps);
   const StopSignals signals;
   Validation* const validation = compute->validation();
@@ -280,6 +293,12 @@ void Trainer::Impl::run() {
   const int steps = config.train.steps;
   std::int64_t step = start_step;
   const Stopwatch run_clock;
+  if (step >= steps) {
+    log::info(
+        "nothing to train: the run starts at step {} and train.steps = {} (raise --steps "
+        "to train on)",
+        step, steps);
+  }
   try {
     if (validation && step < steps) validation->before_training(step);
     for (; step < steps; ++step) {
@@ -302,7 +321,7 @@ void Trainer::Impl::run() {
         compute->optimizer_step(static_cast<int>(step - guard.skipped_steps()), lr,
                                 optim::clip_scale(v.grad_norm, config.train.grad_clip));
       const StepStats s = reduce_step(world, r, iter_clock.seconds(),
-                                      stages.peak_activation_bytes(), signals.received() != 0);
+                                      stages.peak_activation_bytes(), signals.received());
       losses.push_back(v.loss);
       // Metrics and validation.
       io::StepMetrics m;
@@ -330,17 +349,18 @@ void Trainer::Impl::run() {
       }
       // Checkpoint and signals.
       const bool stop_here = request.stop_after > 0 && step + 1 - start_step >= request.stop_after;
-      const bool last_save = s.stop || stop_here || step + 1 == steps;
+      const bool last_save = s.stop() || stop_here || step + 1 == steps;
       if (checkpointing && checkpointing->due(step, last_save, verdict.skip)) {
         io::CheckpointMeta meta{step + 1, config.train.seed, cursor + plan.global_batch,
                                 config.to_toml()};
         meta.skipped_steps = guard.skipped_steps();
         checkpointing->save(compute->state(), meta, last_save);
       }
-      if (s.stop || stop_here) {
-        log::info("stopping after step {}{}", step + 1,
-                  s.stop ? fmt::format(" on signal {}", signals.received())
-                         : fmt::format(" (--stop-after {})", request.stop_after));
+      if (s.stop() || stop_here) {
+        log::info("stopping after step {}{}{}", step + 1,
+                  s.stop() ? " on " + signal_name(s.stop_signal)
+                           : fmt::format(" (--stop-after {})", request.stop_after),
+                  checkpointing ? "" : "; no checkpoint saved: the run has no --save-dir");
         ++step;
         break;
       }

@@ -390,7 +390,7 @@ class SignalDuringValidation(FaultCase):
         out, err = self.end_with(job, signal_in_validation)
         self.assertEqual(job.returncode, 0, err)
         self.assertIn("stopping after step", out)
-        self.assertIn("on signal 10", out)
+        self.assertIn("on SIGUSR1", out)
         self.assertGreaterEqual(self.assert_newest_checkpoint_sound(), 1)
 
 

@@ -76,6 +76,12 @@ class CheckpointDirectory {
   std::string save(MPI_Comm comm, std::span<const TensorData> tensors,
                    const CheckpointMeta& meta) const;
 
+  // Creates the directory and writes a probe file in it: "" when checkpoints can be written
+  // there, else the line that says why not. Not collective; one rank runs it at setup (and
+  // save() before each checkpoint), so that a run learns before its first step, not at its
+  // first save, that its checkpoints would be lost.
+  std::string prepare() const;
+
   // The checkpoint `latest` names; without a usable pointer, the highest-step ckpt-*.h5 file;
   // nullopt when the directory holds none (for `--resume`).
   std::optional<std::string> latest() const;

@@ -10,6 +10,12 @@ namespace chimera::io {
 // Creates the folder that will hold `path`; InputError naming it when that is impossible.
 void create_parent_directory(const std::string& path);
 
+// InputError (naming `what` it is, e.g. "--metrics") when `path` cannot be written: a
+// directory, or under a file, or without permission. Creates its folder; leaves the file as it
+// was. Run at setup, so that a run never finds out after its last step that it cannot write
+// what it produced.
+void require_writable(const std::string& path, const std::string& what);
+
 // Writes `path` whole or not at all: `write` fills a temporary file beside it, which then
 // replaces `path` by a rename. On any failure the temporary is removed and `path` is untouched.
 // InputError when `path` is a directory.

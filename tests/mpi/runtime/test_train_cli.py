@@ -52,6 +52,23 @@ class BadInput(unittest.TestCase):
         self.assertLess(elapsed, 60)
         # Every rank exited with status 2 on its own (no abort): Open MPI then reports status 2.
         self.assertEqual(r.returncode, 2, r.stderr)
+        return r
+
+    def test_unwritable_outputs_are_refused_before_the_first_step(self):
+        # Found at setup on every rank: not after the last step (the run's work lost), and not on
+        # rank 0 alone (the others were left waiting for it).
+        with tempfile.TemporaryDirectory() as tmp:
+            data = os.path.join(tmp, "tokens.h5")
+            write_tokens(data)
+            plain = os.path.join(tmp, "plain")
+            open(plain, "w").close()
+            for flag, needle in (("--metrics", "--metrics"), ("--trace", "--trace"),
+                                 ("--save-dir", "cannot create the checkpoint directory")):
+                with self.subTest(flag=flag):
+                    r = self.expect_one_error(
+                        2, [*TINY, "--set", f"data.train={data}", "--set", "parallel.stages=2",
+                            "--steps", "2", flag, os.path.join(plain, "out")], needle)
+                    self.assertNotIn("step ", r.stdout)
 
     def test_world_not_multiple_of_group(self):
         self.expect_one_error(3, TINY, "world size 3 is not a multiple of the pipeline group size D=4")
@@ -128,9 +145,15 @@ class Faults(unittest.TestCase):
                 out, err = job.communicate(timeout=60)
                 self.assertEqual(job.returncode, 0, err)
                 self.assertIn("stopping after step", out)
+                self.assertIn("on SIGUSR1", out)
                 with open(os.path.join(save, "latest")) as f:
                     latest = f.read().strip()
                 self.assertTrue(os.path.exists(os.path.join(save, os.path.basename(latest))))
+                # Resumed with fewer steps than it has done: it says so instead of nothing.
+                r = mpirun(4, [*TINY, "--set", f"data.train={data}", "--steps", "1",
+                               "--save-dir", save, "--resume"])
+                self.assertEqual(r.returncode, 0, r.stderr)
+                self.assertIn("nothing to train: the run starts at step", r.stdout)
             finally:
                 if job.poll() is None:
                     job.kill()

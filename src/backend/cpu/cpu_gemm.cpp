@@ -34,6 +34,10 @@ void select_blis_kernels() {
         __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl")) {
       setenv("BLIS_ARCH_TYPE", std::to_string(static_cast<int>(BLIS_ARCH_SKX)).c_str(), 0);
     }
+    // BLIS checks BLIS_ARCH_TYPE against its table of kernels at the first query of its
+    // architecture, and aborts when that table is not built yet: bli_arch_query_id() before any
+    // other BLIS call (as in a bf16 run, whose GEMMs are oneDNN's) killed the process.
+    bli_init();
   });
 }
 

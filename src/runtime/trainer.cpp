@@ -29,6 +29,7 @@
 #include "chimera/schedule/simulate.hpp"
 #include "executor.hpp"
 #include "hang_hook.hpp"
+#include "host_memory.hpp"
 #include "nonfinite_guard.hpp"
 #include "run_compute.hpp"
 #include "step_report.hpp"
@@ -121,6 +122,11 @@ Trainer::Impl::Impl(const TrainRequest& req, MPI_Comm w) : request(req), world(w
   MPI_CHECK(MPI_Comm_size(world, &size));
   const Config& config = request.config;
   comm::all_or_none(world, [&] {
+    if (config.runtime.compute != ComputeMode::Emulate &&
+        config.runtime.backend == BackendKind::Cpu) {
+      const auto too_large = exceeds_host_memory(config, physical_memory_bytes());
+      CHIMERA_REQUIRE(!too_large, "{}", *too_large);
+    }
     plan = RunPlan::make(config, size, rank);
     CHIMERA_REQUIRE(!(request.resume && !request.init.empty()),
                     "--resume and --init exclude each other: --resume continues a run from "

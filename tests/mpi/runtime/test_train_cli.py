@@ -70,6 +70,12 @@ class BadInput(unittest.TestCase):
                             "--steps", "2", flag, os.path.join(plain, "out")], needle)
                     self.assertNotIn("step ", r.stdout)
 
+    def test_model_larger_than_the_machine_is_refused_at_setup(self):
+        # From the configuration alone: not a bad_alloc or the OOM killer minutes later.
+        self.expect_one_error(2, TINY + ["--set", "parallel.stages=2", "--set", "model.n_layer=4000",
+                                         "--set", "model.n_embd=4096", "--set", "model.n_head=32"],
+                              "more than this machine's")
+
     def test_world_not_multiple_of_group(self):
         self.expect_one_error(3, TINY, "world size 3 is not a multiple of the pipeline group size D=4")
 

@@ -1,13 +1,15 @@
 // The runtime's central property: an iteration of any pipeline schedule over W x D ranks computes
 // the gradient one process computes on the same global batch. Three training steps of every
 // scheme must give the same losses and final parameters as the single-process run (1e-5). A
-// subset of the schemes, at one layout each, checks the same with bf16 GEMMs (bf16-emulated, both
-// runs), where the parameters get a wider tolerance (bf16_step_tolerance.hpp says why).
+// subset of the schemes, at one layout each, checks the same with bf16 GEMMs (bf16-emulated on any
+// CPU, and oneDNN's bf16 where the CPU has bf16 units; both runs alike), where the parameters get a
+// wider tolerance (bf16_step_tolerance.hpp says why).
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
 
 #include "bf16_step_tolerance.hpp"
+#include "cpu_precision.hpp"
 #include "runtime_testing.hpp"
 
 namespace chimera::testing {
@@ -87,6 +89,8 @@ std::string test_name(const ::testing::TestParamInfo<Case>& p) {
 }
 
 TEST_P(Equality, MatchesSingleProcessTraining) {
+  // The same CPU on every rank of this test: every rank skips alike.
+  CHIMERA_SKIP_UNLESS_CPU_RUNS(GetParam().precision);
   if (GetParam().stages) {
     if (world_size() != GetParam().ranks) {
       GTEST_SKIP() << "runs on " << GetParam().ranks << " ranks";
@@ -120,8 +124,8 @@ INSTANTIATE_TEST_SUITE_P(
 // bf16 at one layout per scheme (the fp32 cases above cover the layouts): the schedules whose
 // sums keep the single process's order (W = 1, one replica) and those that reorder them (data
 // parallelism, Chimera's two replicas), the split backward and virtual stages.
-Case bf16_case(Case c, int stages, int ranks) {
-  c.precision = "bf16-emulated";
+Case bf16_case(Case c, int stages, int ranks, const char* precision = "bf16-emulated") {
+  c.precision = precision;
   c.stages = stages;
   c.ranks = ranks;
   return c;
@@ -133,6 +137,14 @@ INSTANTIATE_TEST_SUITE_P(Bf16, Equality,
                                            bf16_case({"1f1b", "", 0, 1, 1}, 2, 4),
                                            bf16_case({"zb-h1", "", 0, 1, 1}, 4, 4),
                                            bf16_case({"chimera", "direct", 0, 1, 1}, 4, 4)),
+                         test_name);
+
+// The same on oneDNN's bf16 kernels (skipped, saying why, on a CPU without bf16 units).
+INSTANTIATE_TEST_SUITE_P(OnednnBf16, Equality,
+                         ::testing::Values(bf16_case({"gpipe", "", 0, 1, 1}, 2, 2, "bf16"),
+                                           bf16_case({"1f1b", "", 0, 1, 1}, 2, 4, "bf16"),
+                                           bf16_case({"zb-h1", "", 0, 1, 1}, 4, 4, "bf16"),
+                                           bf16_case({"chimera", "direct", 0, 1, 1}, 4, 4, "bf16")),
                          test_name);
 
 // The bf16 cases above would compare two fp32 runs if the runtime dropped runtime.precision: the

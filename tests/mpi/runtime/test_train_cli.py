@@ -24,10 +24,10 @@ TINY = ["--set", "model.n_layer=4", "--set", "model.n_embd=32", "--set", "model.
         "--set", "model.n_ctx=16", "--set", "model.vocab_size=96", "--set", "data.seq_len=8"]
 
 
-def mpirun(np_, args, timeout=120, **kwargs):
+def mpirun(np_, args, timeout=120, env=None, **kwargs):
     cmd = [MPIEXEC, "-np", str(np_), *FLAGS, CHIMERA, "train", *args]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
-                          env={**os.environ, "OMP_NUM_THREADS": "1"}, **kwargs)
+                          env={**os.environ, "OMP_NUM_THREADS": "1", **(env or {})}, **kwargs)
 
 
 def write_tokens(path, n=4096):
@@ -195,21 +195,29 @@ class Precision(unittest.TestCase):
     """runtime.precision: bf16 runs where the CPU has bf16 units and is refused, on every rank in
     one line, where it has not; auto then runs fp32 and the backend line says why."""
 
-    def run_precision(self, tmp, precision):
+    def run_precision(self, tmp, precision, env=None):
         data = os.path.join(tmp, "tokens.h5")
         write_tokens(data)
         return mpirun(2, TINY + ["--set", "parallel.stages=2", "--set", "parallel.micro_batches=2",
                                  "--set", f"data.train={data}", "--set",
-                                 f"runtime.precision={precision}", "--steps", "1"])
+                                 f"runtime.precision={precision}", "--steps", "1"], env=env)
 
     def test_bf16_refused_or_run_and_auto_says_which(self):
+        # As this CPU is, and as a CPU without bf16 units (oneDNN told to use AVX2 at most), so
+        # that the refusal is tested on every machine.
+        for env in ({}, {"ONEDNN_MAX_CPU_ISA": "AVX2"}):
+            with self.subTest(env=env):
+                self.check_bf16_refused_or_run(env)
+
+    def check_bf16_refused_or_run(self, env):
         with tempfile.TemporaryDirectory() as tmp:
-            auto = self.run_precision(tmp, "auto")
+            auto = self.run_precision(tmp, "auto", env)
             self.assertEqual(auto.returncode, 0, auto.stdout + auto.stderr)
             backend = [l for l in auto.stdout.splitlines() if l.startswith("backend cpu:")]
             self.assertEqual(len(backend), 1, auto.stdout)
-            bf16 = self.run_precision(tmp, "bf16")
+            bf16 = self.run_precision(tmp, "bf16", env)
             if "bf16 GEMMs on oneDNN" in backend[0]:
+                self.assertFalse(env, "oneDNN ran bf16 with AVX2 at most")
                 self.assertEqual(bf16.returncode, 0, bf16.stdout + bf16.stderr)
                 return
             self.assertIn("fp32 GEMMs; auto chose fp32: ", backend[0])

@@ -180,6 +180,35 @@ TEST(Bf16Gemm, EmulationIsThreadIndependent) {
   EXPECT_NE(one[2], att) << "attention scores were computed from fp32 operands";
 }
 
+// oneDNN's bf16 kernels are deterministic for a given thread count: repeating the model's GEMMs
+// (the team GEMM, the attention heads run one per thread) gives the same bits, at 1 and 2
+// threads. (Between thread counts they may differ: oneDNN may split the sums by thread.)
+TEST(Bf16Gemm, OnednnRepeatsItsBitsAtEachThreadCount) {
+  CHIMERA_SKIP_UNLESS_CPU_RUNS(std::string("bf16"));
+  auto be = cpu_backend("bf16");
+  const int B = 2, T = 64, C = 48, H = 3;
+  const Vec qkv = random_vec(static_cast<std::size_t>(B * T * 3 * C), 41);
+  const Vec big_a = random_vec(700 * 300, 43), big_b = random_vec(300 * 500, 44);
+  const auto run = [&] {
+    Vec c(700 * 500), out(static_cast<std::size_t>(B * T * C)),
+        att(static_cast<std::size_t>(B * H * T * T));
+    be->gemm(Trans::No, Trans::Yes, 700, 500, 300, 1.0F, big_a.data(), 300, big_b.data(), 300, 0.0F,
+             c.data(), 500);
+    be->attention_forward(out.data(), att.data(), qkv.data(), B, T, C, H);
+    return std::vector<Vec>{c, out, att};
+  };
+  const int saved = omp_get_max_threads();
+  for (const int threads : {1, 2}) {
+    omp_set_num_threads(threads);
+    const auto first = run();
+    const auto again = run();
+    for (std::size_t i = 0; i < first.size(); ++i) {
+      EXPECT_EQ(first[i], again[i]) << "output " << i << " at " << threads << " threads";
+    }
+  }
+  omp_set_num_threads(saved);
+}
+
 // Registered weights are converted once, and again after every backend call that writes them.
 TEST(Bf16Gemm, WeightCopiesAreRemadeAfterEveryWrite) {
   CpuBackend be(CpuPrecision::Bf16Emulated);

@@ -112,6 +112,9 @@ double megabytes(std::size_t bytes) {
 }
 
 int run_bench_model(const BenchModelOptions& opt) {
+  CHIMERA_REQUIRE(opt.sgemm_size >= 0,
+                  "--sgemm-size {}: must be >= 0 (the n of the timed n x n x n GEMM; 0 = skip it)",
+                  opt.sgemm_size);
   Config config;
   if (opt.config_file.empty()) {
     // The benchmark: L=4, C=256, H=4, T=256, B=4, V=50257 (model defaults + these).
@@ -315,7 +318,7 @@ BenchEntries add_bench_model(CLI::App& bench) {
   sub->add_option("--stage", opt->stage, "the stage to time (0-based)")->capture_default_str();
   sub->add_option("--sgemm-size", opt->sgemm_size,
                   "n of the n x n x n GEMM timed after each step at the backend's precision "
-                  "(sgemm in fp32), whose rate is printed for comparison (0: skip)")
+                  "(sgemm in fp32), whose rate is printed for comparison (0 = skip it; >= 0)")
       ->capture_default_str();
   return {{sub, [opt]() -> int { return run_bench_model(*opt); }}};
 }

@@ -69,10 +69,11 @@ Run add_inspect_command(CLI::App& app) {
                   "Datasets: GPT-2 tokenizer directory for decoding (ids only if unavailable)")
       ->capture_default_str();
   cmd->add_option("--seq-len,-T", o->dataset.seq_len,
-                  "Datasets: count samples for this sequence length only (default: 64..1024)");
+                  "Datasets: count samples for this sequence length only (default, or 0: "
+                  "64..1024)");
   cmd->add_option("--offset", o->dataset.offset, "Datasets: first token of the snippet")
       ->capture_default_str();
-  cmd->add_option("--tokens", o->dataset.tokens, "Datasets: tokens in the snippet")
+  cmd->add_option("--tokens", o->dataset.tokens, "Datasets: tokens in the snippet (0 = none)")
       ->capture_default_str();
   cmd->add_flag("--decode-all", o->decode_all,
                 "Datasets: print the whole dataset decoded back to text, and nothing else");
@@ -81,6 +82,13 @@ Run add_inspect_command(CLI::App& app) {
                 "Checkpoints: do not read tensors to print their L2 norms (faster)");
 
   return [o]() -> int {
+    CHIMERA_REQUIRE(o->dataset.seq_len >= 0,
+                    "--seq-len (-T) {}: must be >= 0 (0 = count samples for T = 64..1024)",
+                    o->dataset.seq_len);
+    CHIMERA_REQUIRE(o->dataset.offset >= 0, "--offset {}: must be >= 0 (a token position)",
+                    o->dataset.offset);
+    CHIMERA_REQUIRE(o->dataset.tokens >= 0, "--tokens {}: must be >= 0 (0 = no snippet)",
+                    o->dataset.tokens);
     o->checkpoint.norms = !o->skip_norms;
     o->checkpoint.guess_model = guess_gpt2;
     for (const std::string& file : o->files) {

@@ -5,6 +5,7 @@
 #include "chimera/comm/agreement.hpp"
 #include "chimera/comm/mpi.hpp"
 #include "chimera/core/config.hpp"
+#include "chimera/core/error.hpp"
 #include "chimera/core/log.hpp"
 #include "chimera/runtime/trainer.hpp"
 #include "commands.hpp"
@@ -42,6 +43,12 @@ Config build_config(const TrainFlags& f) {
   if (f.save_dir) c.checkpoint.dir = *f.save_dir;
   if (f.save_every) c.checkpoint.every = *f.save_every;
   if (f.eval_every) c.train.eval_every = *f.eval_every;
+  // A flag that changes nothing in this mode is refused, as --compute emulate refuses the flags
+  // of real compute: a user who passed it expects something of it. The config key may stay set.
+  CHIMERA_REQUIRE(!f.cost || c.runtime.compute == ComputeMode::Emulate,
+                  "--cost {} sets the op costs of --compute emulate, and this run computes for "
+                  "real (runtime.compute = {}): add --compute emulate, or drop --cost",
+                  *f.cost, to_string(c.runtime.compute));
   return c;
 }
 
@@ -77,11 +84,13 @@ Run add_train_command(CLI::App& app) {
                   "--cost while messages and allreduces stay real (runtime.compute)");
   cmd->add_option("--cost", f->cost,
                   "Emulated op costs F:B[:W] in milliseconds per micro-batch and 1/D of the model "
-                  "(runtime.cost); W is the weight-gradient part of B (default B/2)");
+                  "(runtime.cost); W is the weight-gradient part of B (default B/2). Only with "
+                  "--compute emulate");
   cmd->add_option("--save-dir", f->save_dir,
                   "Checkpoint directory (checkpoint.dir): a checkpoint at the end, every "
                   "--save-every steps, and when SIGTERM/SIGUSR1 stops the run");
-  cmd->add_option("--save-every", f->save_every, "Save every K steps (checkpoint.every)");
+  cmd->add_option("--save-every", f->save_every,
+                  "Save every K steps (checkpoint.every; 0 = only at the end, K >= 0)");
   cmd->add_flag("--resume", f->resume,
                 "Continue from the latest checkpoint in --save-dir (starts from step 0 if there "
                 "is none yet, so a requeued job can always pass --resume)");
@@ -91,9 +100,11 @@ Run add_train_command(CLI::App& app) {
                   "can load it");
   cmd->add_option("--stop-after", f->stop_after,
                   "Run at most K steps in this invocation, then checkpoint and exit; the LR "
-                  "schedule still spans train.steps (for chains of jobs shorter than the run)");
+                  "schedule still spans train.steps (for chains of jobs shorter than the run). "
+                  "Needs --save-dir; 0 = off (the default)");
   cmd->add_option("--eval-every", f->eval_every,
-                  "Validation loss on data.val every K steps (train.eval_every)");
+                  "Validation loss on data.val every K steps (train.eval_every; 0 = never, the "
+                  "default; K >= 0), over train.eval_batches >= 1 batches");
   cmd->add_flag("--help-config", f->help_config, "List every config key with its default");
 
   return [f]() -> int {

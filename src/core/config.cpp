@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
+#include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <toml.hpp>
@@ -138,10 +140,11 @@ std::vector<Field> fields(Config& c) {
       {"train", "beta1", &c.train.beta1, "AdamW beta1"},
       {"train", "beta2", &c.train.beta2, "AdamW beta2"},
       {"train", "eps", &c.train.eps, "AdamW epsilon"},
-      {"train", "grad_clip", &c.train.grad_clip, "global gradient-norm clip (0 = off)"},
+      {"train", "grad_clip", &c.train.grad_clip, "global gradient-norm clip (0 = off, >= 0)"},
       {"train", "seed", &c.train.seed, "seed for initialisation and data shuffling"},
       {"train", "eval_every", &c.train.eval_every, "validation loss every K steps (0 = never)"},
-      {"train", "eval_batches", &c.train.eval_batches, "global batches per validation"},
+      {"train", "eval_batches", &c.train.eval_batches,
+       "global batches per validation (>= 1 while eval_every > 0)"},
       {"train", "on_nonfinite", &c.train.on_nonfinite,
        "a NaN/Inf loss or gradient norm: stop (status 3, no checkpoint of it) or skip the update"},
       {"train", "max_skipped_steps", &c.train.max_skipped_steps,
@@ -236,6 +239,12 @@ void assign_from_toml(Field& f, const toml::value& v, std::string_view origin) {
           *p = static_cast<T>(x);
         } else if constexpr (std::is_same_v<T, double>) {
           if (v.is_floating()) {
+            // TOML spells nan and inf: no key has a use for them (a learning rate of nan trains
+            // nothing, a timeout of inf is spelled 0).
+            if (!std::isfinite(v.as_floating())) {
+              throw InputError(fmt::format("{}: config key '{}' = {}: expected a finite number",
+                                           origin, name, v.as_floating()));
+            }
             *p = v.as_floating();
           } else if (v.is_integer()) {
             *p = static_cast<double>(v.as_integer());
@@ -313,6 +322,13 @@ void assign_from_text(Field& f, std::string_view text) {
                       std::is_same_v<T, double>) {
           T x{};
           if (!parse_number(text, x)) bad();
+          if constexpr (std::is_same_v<T, double>) {
+            // from_chars reads nan and inf, which no key has a use for.
+            if (!std::isfinite(x)) {
+              throw InputError(
+                  fmt::format("--set {}={}: '{}' is not a finite number", name, text, text));
+            }
+          }
           *p = x;
         } else if constexpr (std::is_same_v<T, bool>) {
           if (text == "true" || text == "1") {
@@ -458,6 +474,11 @@ Config Config::from_toml(std::string_view text, std::string_view origin) {
 }
 
 Config Config::from_file(const std::string& path) {
+  // A directory opens as a stream that reads nothing: it would pass for an empty config.
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    throw InputError(fmt::format("config file '{}' is a directory (expected a TOML file)", path));
+  }
   std::ifstream in(path);
   if (!in) throw InputError(fmt::format("cannot open config file '{}'", path));
   std::stringstream ss;

@@ -12,6 +12,8 @@ Handle open_file_read(const std::string& path, const std::string& what) {
   std::error_code ec;
   const auto status = std::filesystem::status(path, ec);
   CHIMERA_REQUIRE(std::filesystem::exists(status), "{}: no such file (expected a {})", path, what);
+  CHIMERA_REQUIRE(!std::filesystem::is_directory(status), "{}: is a directory (expected a {})",
+                  path, what);
   CHIMERA_REQUIRE(std::filesystem::is_regular_file(status),
                   "{}: not a regular file (expected a {})", path, what);
   CHIMERA_REQUIRE(std::ifstream(path).good(), "{}: cannot be read (permissions?); expected a {}",

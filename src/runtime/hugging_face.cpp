@@ -77,6 +77,9 @@ bool is_attention_buffer(std::string_view name) {
 }  // namespace
 
 ModelConfig read_hf_config(const std::string& path) {
+  std::error_code ec;
+  CHIMERA_REQUIRE(!std::filesystem::is_directory(path, ec),
+                  "{}: is a directory (expected a Hugging Face config.json)", path);
   std::ifstream in(path);
   CHIMERA_REQUIRE(in.good(),
                   "{}: cannot read the Hugging Face config.json (pass --config FILE when it is "

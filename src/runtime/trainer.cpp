@@ -17,6 +17,7 @@
 #include "chimera/comm/local_rank.hpp"
 #include "chimera/comm/mpi.hpp"
 #include "chimera/comm/mpi_transport.hpp"
+#include "chimera/core/config_checks.hpp"
 #include "chimera/core/log.hpp"
 #include "chimera/core/timer.hpp"
 #include "chimera/io/checkpoint.hpp"
@@ -131,7 +132,14 @@ Trainer::Impl::Impl(const TrainRequest& req, MPI_Comm w) : request(req), world(w
     CHIMERA_REQUIRE(!(request.resume && !request.init.empty()),
                     "--resume and --init exclude each other: --resume continues a run from "
                     "checkpoint.dir, --init starts a new one from a checkpoint's weights");
-    CHIMERA_REQUIRE(request.stop_after >= 0, "--stop-after {}: must be >= 0", request.stop_after);
+    check_config_values(config);
+    CHIMERA_REQUIRE(request.stop_after >= 0, "--stop-after {}: must be >= 0 (0 = off)",
+                    request.stop_after);
+    // Without a checkpoint the next job of the chain has nothing to resume from.
+    CHIMERA_REQUIRE(request.stop_after == 0 || !config.checkpoint.dir.empty(),
+                    "--stop-after {} stops the run to be resumed by a later job, which needs a "
+                    "checkpoint: add --save-dir DIR (checkpoint.dir), or drop --stop-after",
+                    request.stop_after);
     CHIMERA_REQUIRE(!request.resume || !config.checkpoint.dir.empty(),
                     "--resume needs the checkpoint directory: --save-dir DIR (checkpoint.dir)");
     CHIMERA_REQUIRE(!plan.emulate || (config.checkpoint.dir.empty() && request.init.empty() &&

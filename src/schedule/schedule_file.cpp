@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -13,6 +14,10 @@
 namespace chimera::schedule {
 
 Schedule read_schedule_file(const std::string& path, ScheduleFileFormat format) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    throw InputError(fmt::format("schedule file '{}': is a directory (expected a file)", path));
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(fmt::format("schedule file '{}': cannot be read", path));
   std::ostringstream text;

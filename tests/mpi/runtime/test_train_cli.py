@@ -76,6 +76,45 @@ class BadInput(unittest.TestCase):
                                          "--set", "model.n_embd=4096", "--set", "model.n_head=32"],
                               "more than this machine's")
 
+    def test_directories_given_as_files_are_named_as_such(self):
+        # A directory read as a stream reads nothing: --config DIR used to run on the defaults.
+        with tempfile.TemporaryDirectory() as tmp:
+            data = os.path.join(tmp, "tokens.h5")
+            write_tokens(data)
+            two = [*TINY, "--set", "parallel.stages=2", "--set", f"data.train={data}"]
+            self.expect_one_error(2, ["--config", tmp, *two], f"config file '{tmp}' is a directory")
+            self.expect_one_error(2, [*two, "--init", tmp], f"{tmp}: is a directory")
+
+    def test_values_no_run_can_use_are_refused_naming_the_key(self):
+        # Two cases under mpiexec, every rank alike; the rest as one process (MPI's singleton
+        # start), as each mpiexec costs seconds.
+        two = [*TINY, "--set", "parallel.stages=2"]
+        self.expect_one_error(2, [*two, "--set", "train.lr=inf"], "'inf' is not a finite number")
+        self.expect_one_error(2, [*two, "--save-every", "-1"], "(--save-every) = -1: must be >= 0")
+        one = [*TINY, "--set", "parallel.scheme=gpipe", "--set", "parallel.stages=1"]
+        with tempfile.TemporaryDirectory() as tmp:
+            toml = os.path.join(tmp, "run.toml")
+            with open(toml, "w") as f:
+                f.write("[checkpoint]\nsave_timeout_s = inf\n")
+            for args, needle in (
+                    (["--set", "train.lr=nan"], "--set train.lr=nan: 'nan' is not a finite number"),
+                    (["--config", toml], "config key 'checkpoint.save_timeout_s' = inf: expected a finite"),
+                    (["--eval-every", "1", "--set", "train.eval_batches=0"],
+                     "train.eval_batches = 0: must be at least 1"),
+                    (["--save-every", "-2"], "checkpoint.every (--save-every) = -2: must be >= 0"),
+                    (["--eval-every", "-3"], "train.eval_every (--eval-every) = -3: must be >= 0"),
+                    (["--set", "train.grad_clip=-1"], "train.grad_clip = -1: must be >= 0"),
+                    (["--stop-after", "2"], "--stop-after 2 stops the run to be resumed"),
+                    (["--cost", "10:20"], "--cost 10:20 sets the op costs of --compute emulate")):
+                with self.subTest(args=args):
+                    r = subprocess.run([CHIMERA, "train", *one, *args], capture_output=True,
+                                       text=True, timeout=60,
+                                       env={**os.environ, "OMP_NUM_THREADS": "1"})
+                    ours = [l for l in (r.stdout + r.stderr).splitlines() if l.startswith("error:")]
+                    self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
+                    self.assertEqual(len(ours), 1, r.stdout + r.stderr)
+                    self.assertIn(needle, ours[0])
+
     def test_world_not_multiple_of_group(self):
         self.expect_one_error(3, TINY, "world size 3 is not a multiple of the pipeline group size D=4")
 
@@ -106,6 +145,30 @@ class BadInput(unittest.TestCase):
         self.assertEqual(r.returncode, 2, r.stderr)
         self.assertEqual(len(ours), 1, r.stderr)
         self.assertIn("configuration differs across ranks", ours[0])
+
+
+class OtherCommands(unittest.TestCase):
+    """Negative sizes and offsets of the serial commands: status 2 and one line naming the flag."""
+
+    def expect_error(self, args, needle):
+        r = subprocess.run([CHIMERA, *args], capture_output=True, text=True, timeout=60,
+                           env={**os.environ, "OMP_NUM_THREADS": "1"})
+        ours = [l for l in (r.stdout + r.stderr).splitlines() if l.startswith("error:")]
+        self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
+        self.assertEqual(len(ours), 1, r.stdout + r.stderr)
+        self.assertIn(needle, ours[0])
+
+    def test_negative_values_and_directories(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            data = os.path.join(tmp, "tokens.h5")
+            write_tokens(data)
+            for flag in ("-T", "--offset", "--tokens"):
+                with self.subTest(flag=flag):
+                    needle = "(-T) -1" if flag == "-T" else f"{flag} -1"
+                    self.expect_error(["inspect", data, flag, "-1"], f"{needle}: must be >= 0")
+            self.expect_error(["inspect", tmp], f"{tmp}: is a directory")
+            self.expect_error(["bench", "model", "--sgemm-size", "-1"],
+                              "--sgemm-size -1: must be >= 0")
 
 
 class Faults(unittest.TestCase):

@@ -1,6 +1,10 @@
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <string>
+
 #include "chimera/core/config.hpp"
+#include "chimera/core/config_checks.hpp"
 #include "chimera/core/error.hpp"
 
 namespace chimera {
@@ -171,6 +175,83 @@ TEST(Config, AWordNoKeyTakesNamesTheKeyAndTheWords) {
 TEST(Config, ClosestMatch) {
   EXPECT_EQ(closest_match("gpip", {"gpipe", "1f1b", "chimera"}), "gpipe");
   EXPECT_EQ(closest_match("zzzzzzzz", {"gpipe", "1f1b"}), "");
+}
+
+// The message of the InputError `f` throws, or "" when it throws none.
+template <typename F>
+std::string input_error_of(F&& f) {
+  try {
+    f();
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Config, NonFiniteNumbersAreRefusedAsTheKeysAreRead) {
+  for (const char* value : {"nan", "inf", "-inf"}) {
+    SCOPED_TRACE(value);
+    Config c;
+    const std::string set = std::string("--set train.lr=") + value;
+    EXPECT_NE(input_error_of([&] { c.set(set.substr(6)); }).find("not a finite number"),
+              std::string::npos);
+    const std::string toml = std::string("[train]\nlr = ") + value + "\n";
+    const std::string msg = input_error_of([&] { Config::from_toml(toml, "run.toml"); });
+    EXPECT_NE(msg.find("run.toml: config key 'train.lr'"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("expected a finite number"), std::string::npos) << msg;
+  }
+  EXPECT_THROW(Config::from_toml("[train]\ngrad_clip = +nan\n"), InputError);
+  Config c;
+  EXPECT_THROW(c.set("checkpoint.save_timeout_s=inf"), InputError);
+  c.set("train.lr=1e-3");  // finite values still read
+  EXPECT_DOUBLE_EQ(c.train.lr, 1e-3);
+}
+
+TEST(Config, ADirectoryIsNotAConfigFile) {
+  const std::string dir = std::filesystem::temp_directory_path().string();
+  const std::string msg = input_error_of([&] { Config::from_file(dir); });
+  EXPECT_NE(msg.find("is a directory"), std::string::npos) << msg;
+  EXPECT_NE(msg.find(dir), std::string::npos) << msg;
+}
+
+TEST(ConfigChecks, DefaultsPass) {
+  EXPECT_NO_THROW(check_config_values(Config{}));
+}
+
+TEST(ConfigChecks, RefuseValuesNoRunCanUseNamingKeyAndFlag) {
+  struct Case {
+    const char* set;
+    const char* needle;
+  };
+  for (const Case& k : {Case{"train.eval_every=-1", "train.eval_every (--eval-every) = -1"},
+                        Case{"checkpoint.every=-2", "checkpoint.every (--save-every) = -2"},
+                        Case{"train.grad_clip=-0.5", "train.grad_clip = -0.5"}}) {
+    SCOPED_TRACE(k.set);
+    Config c;
+    c.set(k.set);
+    const std::string msg = input_error_of([&] { check_config_values(c); });
+    EXPECT_NE(msg.find(k.needle), std::string::npos) << msg;
+    EXPECT_NE(msg.find("must be >= 0"), std::string::npos) << msg;
+  }
+}
+
+TEST(ConfigChecks, ValidationNeedsAtLeastOneBatchOnlyWhenItRuns) {
+  Config c;
+  c.train.eval_batches = 0;
+  EXPECT_NO_THROW(check_config_values(c));  // no validation: the key is unused
+  c.train.eval_every = 5;
+  const std::string msg = input_error_of([&] { check_config_values(c); });
+  EXPECT_NE(msg.find("train.eval_batches = 0: must be at least 1"), std::string::npos) << msg;
+  c.train.eval_batches = 1;
+  EXPECT_NO_THROW(check_config_values(c));
+}
+
+TEST(ConfigChecks, ZeroKeepsItsMeaningOfOff) {
+  Config c;
+  c.train.eval_every = 0;
+  c.checkpoint.every = 0;
+  c.train.grad_clip = 0.0;
+  EXPECT_NO_THROW(check_config_values(c));
 }
 
 }  // namespace chimera

@@ -5,6 +5,7 @@
 #include "chimera/core/error.hpp"
 #include "chimera/h5/check.hpp"
 #include "chimera/h5/file.hpp"
+#include "chimera/h5/stored_data.hpp"
 
 namespace chimera::data {
 
@@ -45,6 +46,10 @@ DatasetShard open_shard(const std::string& path) {
                   "dtype=numpy.uint16)))",
                   path, kTokensDataset, shard.dtype);
   shard.is_signed = H5Tget_sign(type.get()) != H5T_SGN_NONE;
+  // Refused here, at setup on every rank, rather than when a sample is read: a filter this HDF5
+  // cannot decode, or values that were never written (they would read as zeros).
+  if (const auto problem = h5::stored_data_problem(shard.dataset.get()))
+    throw InputError(fmt::format("{}: dataset '{}' {}", path, kTokensDataset, *problem));
 
   h5::Handle create = h5::plist_handle(H5Dget_create_plist(shard.dataset.get()));
   if (create.valid() && H5Pget_layout(create.get()) == H5D_CHUNKED) {

@@ -6,6 +6,7 @@
 #include "chimera/core/error.hpp"
 #include "chimera/h5/check.hpp"
 #include "chimera/h5/file.hpp"
+#include "chimera/h5/stored_data.hpp"
 #include "chimera/io/checkpoint.hpp"
 #include "chimera/io/init_weights.hpp"
 
@@ -71,6 +72,8 @@ struct CheckpointReader::Impl {
                     "{}: tensor '{}' has dtype {}, expected float32 (or float16, bfloat16, "
                     "float64, converted)",
                     path, name, dtype);
+    if (const auto problem = h5::stored_data_problem(dataset.get()))
+      throw InputError(fmt::format("{}: tensor '{}' {}", path, name, *problem));
     return dataset;
   }
 };
@@ -139,8 +142,11 @@ std::vector<CheckpointReader::Entry> CheckpointReader::entries() const {
     CHIMERA_REQUIRE(dataset.valid(), "{}: tensor '{}' cannot be opened (HDF5: {})", impl_->path,
                     name, h5::library_error_message());
     h5::Handle type = h5::datatype_handle(H5Dget_type(dataset.get()));
+    auto problem = h5::stored_data_problem(dataset.get());
     entries.push_back({{name, tensor_shape(dataset.get(), impl_->path, name)},
-                       type.valid() ? h5::describe_type(type.get()) : "unreadable"});
+                       type.valid() ? h5::describe_type(type.get()) : "unreadable",
+                       problem ? fmt::format("{}: tensor '{}' {}", impl_->path, name, *problem)
+                               : std::optional<std::string>{}});
   }
   return entries;
 }
@@ -170,6 +176,7 @@ void CheckpointReader::expect(std::span<const TensorSpec> expected) const {
     CHIMERA_REQUIRE(is_readable_float(it->second->dtype),
                     "{}: tensor '{}' has dtype {}, expected float32", path, spec.name,
                     it->second->dtype);
+    if (it->second->problem) throw InputError(*it->second->problem);
     CHIMERA_REQUIRE(it->second->spec.shape == spec.shape,
                     "{}: tensor '{}' has shape {} but the model expects {}; the checkpoint is of "
                     "a different model shape",

@@ -105,7 +105,10 @@ std::string describe_checkpoint(const std::string& path, const CheckpointDescrib
   std::optional<std::string> unreadable_values;
   for (const auto& e : entries) {
     std::string norm;
-    if (options.norms && is_readable_float(e.dtype)) {
+    if (e.problem) {
+      norm = "unreadable";
+      if (!unreadable_values) unreadable_values = e.problem;
+    } else if (options.norms && is_readable_float(e.dtype)) {
       std::vector<float> v(static_cast<std::size_t>(e.spec.numel()));
       try {
         reader.read(e.spec.name, v);

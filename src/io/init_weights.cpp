@@ -69,6 +69,7 @@ InitWeights match_init_weights(const CheckpointReader& reader,
                     "{}: tensor '{}' has dtype {}, expected float32 (float16, bfloat16 and float64 "
                     "are converted)",
                     path, e.spec.name, e.dtype);
+    if (e.problem) throw InputError(*e.problem);
     CHIMERA_REQUIRE(e.spec.shape == spec.shape,
                     "{}: tensor '{}' has shape {} but the model expects {}; the file is of a "
                     "different model shape",

@@ -113,10 +113,14 @@ class CheckpointReader {
   CheckpointMeta meta() const;
   bool is_chimera_checkpoint() const;
 
-  // Every dataset in the file with its shape and type ("float32", ...), sorted by name.
+  // Every dataset in the file with its shape and type ("float32", ...), sorted by name, and why
+  // its values cannot be read (a filter this HDF5 cannot decode, values never written), as a
+  // whole message naming the file and tensor; expect() and match_init_weights refuse such a
+  // tensor, read() too.
   struct Entry {
     TensorSpec spec;
     std::string dtype;
+    std::optional<std::string> problem;
   };
   std::vector<Entry> entries() const;
   std::optional<std::vector<std::int64_t>> shape(const std::string& name) const;

@@ -4,14 +4,15 @@ or 2 ranks, a tiny model) and to `chimera inspect`:
 
 - token datasets with variable-length and fixed-length string attributes, integer attributes of
   several widths, no attributes at all, every integer dtype of /tokens: they train, and inspect
-  describes them; a token beyond the model's vocabulary, a 2-D /tokens, a missing /tokens and a
-  float /tokens: train refuses them with status 2 and a message naming the problem, and inspect
-  names the same problem.
+  describes them; a token beyond the model's vocabulary, a 2-D /tokens, a missing /tokens, a
+  float /tokens, an lzf-compressed /tokens (h5py's own filter) and a /tokens created but never
+  (or only partly) written: train refuses them with status 2 and a message naming the problem,
+  and inspect names the same problem; a gzip /tokens trains.
 - GPT-2 weights for `--init` written without Chimera's attributes, with Hugging Face names (with
   and without the `transformer.` prefix, with the attention-mask buffers, a tied lm_head, as
   float64): training from them gives exactly the losses of training from the Chimera checkpoint
   they were made from; an untied lm_head is refused. inspect says "usable with --init" exactly
-  for the files --init takes.
+  for the files --init takes; a tensor compressed with lzf or never written is refused by both.
 
 Usage: test_h5py_inputs.py CHIMERA MPIEXEC [MPIEXEC FLAGS...]
 """
@@ -171,6 +172,47 @@ class Datasets(unittest.TestCase):
         self.refused(path, "/tokens has dtype float32, expected integer token ids")
         self.assertIn("has dtype float32", self.inspect(path, status=2))
 
+    # Values that cannot be read as written are refused when the file is opened (on every rank,
+    # at setup), with one line naming the file, the dataset and what to do; never read as zeros
+    # or reported as a damaged file.
+    def test_gzip_tokens_train(self):
+        path = self.path("gzip.h5")
+        with h5py.File(path, "w") as f:
+            f.create_dataset("tokens", data=tokens(5000).astype(np.uint16), compression="gzip")
+        self.trains(path)
+        self.assertIn("tokens      5000 (uint16, chunks of", self.inspect(path))
+
+    def test_lzf_tokens(self):
+        # lzf is h5py's own filter (id 32000): h5py decodes it, libhdf5 alone cannot.
+        path = self.path("lzf.h5")
+        with h5py.File(path, "w") as f:
+            f.create_dataset("tokens", data=tokens(5000).astype(np.uint16), compression="lzf")
+        needle = ("dataset 'tokens' is compressed with filter 'lzf' (id 32000), which this HDF5 "
+                  "cannot decode: rewrite it uncompressed or with compression='gzip'")
+        self.refused(path, needle)
+        text = self.inspect(path, status=2)
+        self.assertIn(f"{path}: {needle}", text)
+        self.assertNotIn("damaged", text)
+
+    def test_never_written_tokens(self):
+        for chunks in [(1000,), None]:
+            with self.subTest(chunks=chunks):
+                path = self.path(f"never_{chunks is not None}.h5")
+                with h5py.File(path, "w") as f:
+                    f.create_dataset("tokens", shape=(5000,), dtype="u2", chunks=chunks)
+                needle = "dataset 'tokens' was created but never written (no data stored)"
+                self.refused(path, needle)
+                self.assertIn(needle, self.inspect(path, status=2))
+
+    def test_partly_written_tokens(self):
+        path = self.path("partly.h5")
+        with h5py.File(path, "w") as f:
+            f.create_dataset("tokens", shape=(5000,), dtype="u2", chunks=(1000,))
+            f["tokens"][:2000] = tokens(2000)
+        needle = "dataset 'tokens' was only partly written: 2 of its 5 chunks hold data"
+        self.refused(path, needle)
+        self.assertIn(needle, self.inspect(path, status=2))
+
 
 def losses(metrics):
     with open(metrics) as f:
@@ -266,6 +308,45 @@ class InitFromGpt2Tensors(unittest.TestCase):
         self.assertIn("has no tensor 'h.1.mlp.c_fc.bias'", self.assert_usable(path, False))
         r = self.train_from(path, expect_status=2)
         self.assertIn("has no tensor 'h.1.mlp.c_fc.bias'", error_lines(r)[0])
+
+    def assert_refused(self, path, needle):
+        self.assertIn(f"not usable with --init: {path}: {needle}", self.assert_usable(path, False))
+        r = self.train_from(path, expect_status=2)
+        self.assertIn(f"{path}: {needle}", error_lines(r)[0])
+
+    def test_lzf_tensor_is_refused(self):
+        path = self.write("lzf.h5")
+        with h5py.File(path, "a") as f:
+            value = f["h.1.mlp.c_fc.weight"][()]
+            del f["h.1.mlp.c_fc.weight"]
+            f.create_dataset("h.1.mlp.c_fc.weight", data=value, compression="lzf")
+        self.assert_refused(path, "tensor 'h.1.mlp.c_fc.weight' is compressed with filter 'lzf' "
+                                  "(id 32000), which this HDF5 cannot decode")
+
+    def test_never_written_tensor_is_refused(self):
+        path = self.write("never.h5")
+        with h5py.File(path, "a") as f:
+            shape = f["wpe.weight"].shape
+            del f["wpe.weight"]
+            f.create_dataset("wpe.weight", shape=shape, dtype="f4")
+        self.assert_refused(path, "tensor 'wpe.weight' was created but never written")
+
+    def test_checkpoint_with_an_lzf_tensor_is_refused(self):
+        # A Chimera checkpoint rewritten by a tool that compressed one tensor with lzf.
+        path = os.path.join(self.tmp.name, "ckpt_lzf.h5")
+        with h5py.File(self.checkpoint) as src, h5py.File(path, "w") as f:
+            for key, value in src.attrs.items():
+                f.attrs[key] = value
+            for name, value in self.weights.items():
+                f.create_dataset(name, data=value,
+                                 compression="lzf" if name == "wte.weight" else None)
+        r = run(["inspect", path])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("Chimera checkpoint", r.stdout)
+        needle = "tensor 'wte.weight' is compressed with filter 'lzf' (id 32000)"
+        self.assertIn(f"not usable with --init: {path}: {needle}", r.stdout)
+        r = self.train_from(path, expect_status=2)
+        self.assertIn(f"{path}: {needle}", error_lines(r)[0])
 
 
 if __name__ == "__main__":

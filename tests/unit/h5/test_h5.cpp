@@ -3,10 +3,12 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <vector>
 
 #include "chimera/core/error.hpp"
 #include "chimera/h5/check.hpp"
 #include "chimera/h5/file.hpp"
+#include "chimera/h5/stored_data.hpp"
 
 namespace chimera::h5 {
 namespace {
@@ -181,6 +183,54 @@ TEST(H5File, AttributesReadInEveryForm) {
 
 // A variable-length string whose heap object claims more bytes than its collection holds (what
 // made libhdf5 copy out of bounds) is an InputError, read without libhdf5's heap code.
+// A 1-D uint16 dataset of 5000 values in chunks of 1000 (0 = contiguous), with the given filter
+// (0 = none), and its first `written` values written.
+Handle make_dataset(hid_t file, const char* name, hsize_t chunk, H5Z_filter_t filter,
+                    hsize_t written) {
+  const hsize_t n = 5000;
+  Handle space = dataspace_handle(H5Screate_simple(1, &n, nullptr));
+  Handle create = plist_handle(H5Pcreate(H5P_DATASET_CREATE));
+  if (chunk > 0) H5_CHECK(H5Pset_chunk(create.get(), 1, &chunk));
+  // Optional: a filter HDF5 does not have is then recorded in the pipeline, and skipped on write.
+  if (filter > 0) H5_CHECK(H5Pset_filter(create.get(), filter, H5Z_FLAG_OPTIONAL, 0, nullptr));
+  Handle dataset = dataset_handle(H5Dcreate2(file, name, H5T_NATIVE_UINT16, space.get(),
+                                             H5P_DEFAULT, create.get(), H5P_DEFAULT));
+  EXPECT_TRUE(dataset.valid());
+  if (written > 0) {
+    const hsize_t start = 0;
+    H5_CHECK(H5Sselect_hyperslab(space.get(), H5S_SELECT_SET, &start, nullptr, &written, nullptr));
+    Handle memory = dataspace_handle(H5Screate_simple(1, &written, nullptr));
+    const std::vector<std::uint16_t> values(written, 7);
+    H5_CHECK(H5Dwrite(dataset.get(), H5T_NATIVE_UINT16, memory.get(), space.get(), H5P_DEFAULT,
+                      values.data()));
+  }
+  return dataset;
+}
+
+TEST(H5StoredData, RefusesUndecodableFiltersAndValuesNeverWritten) {
+  silence_library_errors();
+  Handle file = create_file(temp_path("stored_data.h5"));
+  const hid_t f = file.get();
+  const auto problem = [](const Handle& dataset) {
+    return stored_data_problem(dataset.get()).value_or("");
+  };
+  EXPECT_EQ(problem(make_dataset(f, "whole", 1000, 0, 5000)), "");
+  EXPECT_EQ(problem(make_dataset(f, "contiguous", 0, 0, 5000)), "");
+  EXPECT_EQ(problem(make_dataset(f, "gzip", 1000, H5Z_FILTER_DEFLATE, 5000)), "");
+  EXPECT_EQ(problem(make_dataset(f, "lzf", 1000, 32000, 5000)),
+            "is compressed with filter 'lzf' (id 32000), which this HDF5 cannot decode: rewrite "
+            "it uncompressed or with compression='gzip'");
+  EXPECT_NE(
+      problem(make_dataset(f, "bitshuffle", 1000, 32008, 5000)).find("'bitshuffle' (id 32008)"),
+      std::string::npos);
+  const std::string never = "was created but never written (no data stored)";
+  EXPECT_EQ(problem(make_dataset(f, "never_chunked", 1000, 0, 0)).rfind(never, 0), 0u);
+  EXPECT_EQ(problem(make_dataset(f, "never_contiguous", 0, 0, 0)).rfind(never, 0), 0u);
+  EXPECT_EQ(problem(make_dataset(f, "partly", 1000, 0, 2500))
+                .rfind("was only partly written: 3 of its 5 chunks hold data", 0),
+            0u);
+}
+
 TEST(H5File, DamagedVariableLengthStringIsAnInputError) {
   const std::string path = temp_path("vlen_damaged.h5");
   {

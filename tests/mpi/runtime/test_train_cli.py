@@ -40,18 +40,29 @@ def write_tokens(path, n=4096):
         f.attrs["tokenizer"] = np.bytes_("test")
 
 
+def run_serial(args):
+    """`chimera ARGS` as one process (no launcher), one OpenMP thread."""
+    return subprocess.run([CHIMERA, *args], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "OMP_NUM_THREADS": "1"})
+
+
+def assert_one_error_line(test, r, needle):
+    """Exit status 2 after exactly one `error:` line, which contains `needle`; returns the line."""
+    ours = [l for l in (r.stdout + r.stderr).splitlines() if l.startswith("error:")]
+    test.assertEqual(r.returncode, 2, r.stdout + r.stderr)
+    test.assertEqual(len(ours), 1, r.stdout + r.stderr)
+    test.assertIn(needle, ours[0])
+    return ours[0]
+
+
 class BadInput(unittest.TestCase):
     def expect_one_error(self, np_, args, needle):
         start = time.monotonic()
         r = mpirun(np_, args)
         elapsed = time.monotonic() - start
-        ours = [l for l in (r.stdout + r.stderr).splitlines() if l.startswith("error:")]
-        self.assertEqual(r.returncode != 0, True, r.stderr)
-        self.assertEqual(len(ours), 1, f"expected one error line, got:\n{r.stdout}\n{r.stderr}")
-        self.assertIn(needle, ours[0])
-        self.assertLess(elapsed, 60)
         # Every rank exited with status 2 on its own (no abort): Open MPI then reports status 2.
-        self.assertEqual(r.returncode, 2, r.stderr)
+        assert_one_error_line(self, r, needle)
+        self.assertLess(elapsed, 60)
         return r
 
     def test_unwritable_outputs_are_refused_before_the_first_step(self):
@@ -107,13 +118,7 @@ class BadInput(unittest.TestCase):
                     (["--stop-after", "2"], "--stop-after 2 stops the run to be resumed"),
                     (["--cost", "10:20"], "--cost 10:20 sets the op costs of --compute emulate")):
                 with self.subTest(args=args):
-                    r = subprocess.run([CHIMERA, "train", *one, *args], capture_output=True,
-                                       text=True, timeout=60,
-                                       env={**os.environ, "OMP_NUM_THREADS": "1"})
-                    ours = [l for l in (r.stdout + r.stderr).splitlines() if l.startswith("error:")]
-                    self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
-                    self.assertEqual(len(ours), 1, r.stdout + r.stderr)
-                    self.assertIn(needle, ours[0])
+                    assert_one_error_line(self, run_serial(["train", *one, *args]), needle)
 
     def test_world_not_multiple_of_group(self):
         self.expect_one_error(3, TINY, "world size 3 is not a multiple of the pipeline group size D=4")
@@ -141,22 +146,14 @@ class BadInput(unittest.TestCase):
         cmd = [MPIEXEC, "-np", "2", *FLAGS, CHIMERA, "train", *TINY, "--set", "train.lr=1e-3", ":",
                "-np", "2", CHIMERA, "train", *TINY, "--set", "train.lr=2e-3"]
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
-        ours = [l for l in (r.stdout + r.stderr).splitlines() if l.startswith("error:")]
-        self.assertEqual(r.returncode, 2, r.stderr)
-        self.assertEqual(len(ours), 1, r.stderr)
-        self.assertIn("configuration differs across ranks", ours[0])
+        assert_one_error_line(self, r, "configuration differs across ranks")
 
 
 class OtherCommands(unittest.TestCase):
     """Negative sizes and offsets of the serial commands: status 2 and one line naming the flag."""
 
     def expect_error(self, args, needle):
-        r = subprocess.run([CHIMERA, *args], capture_output=True, text=True, timeout=60,
-                           env={**os.environ, "OMP_NUM_THREADS": "1"})
-        ours = [l for l in (r.stdout + r.stderr).splitlines() if l.startswith("error:")]
-        self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
-        self.assertEqual(len(ours), 1, r.stdout + r.stderr)
-        self.assertIn(needle, ours[0])
+        assert_one_error_line(self, run_serial(args), needle)
 
     def test_negative_values_and_directories(self):
         with tempfile.TemporaryDirectory() as tmp:
@@ -248,10 +245,7 @@ class FileSchedule(unittest.TestCase):
             self.assertEqual(len(steps), 2, steps)
             # The file's D must be the run's.
             r = mpirun(4, TINY + run[:2] + ["--set", "parallel.stages=4"] + run[4:] + ["--steps", "2"])
-            ours = [l for l in (r.stdout + r.stderr).splitlines() if l.startswith("error:")]
-            self.assertEqual(r.returncode, 2, r.stderr)
-            self.assertEqual(len(ours), 1, r.stdout + r.stderr)
-            self.assertIn("has D = 2 workers, the run has D = 4", ours[0])
+            assert_one_error_line(self, r, "has D = 2 workers, the run has D = 4")
 
 
 class Precision(unittest.TestCase):
@@ -284,19 +278,13 @@ class Precision(unittest.TestCase):
                 self.assertEqual(bf16.returncode, 0, bf16.stdout + bf16.stderr)
                 return
             self.assertIn("fp32 GEMMs; auto chose fp32: ", backend[0])
-            ours = [l for l in (bf16.stdout + bf16.stderr).splitlines() if l.startswith("error:")]
-            self.assertEqual(bf16.returncode, 2, bf16.stdout + bf16.stderr)
-            self.assertEqual(len(ours), 1, bf16.stdout + bf16.stderr)
-            self.assertIn("runtime.precision = 'bf16'", ours[0])
-            self.assertIn("bf16-emulated", ours[0])
+            line = assert_one_error_line(self, bf16, "runtime.precision = 'bf16'")
+            self.assertIn("bf16-emulated", line)
 
     def test_unknown_precision(self):
         with tempfile.TemporaryDirectory() as tmp:
             r = self.run_precision(tmp, "fp16")
-            ours = [l for l in (r.stdout + r.stderr).splitlines() if l.startswith("error:")]
-            self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
-            self.assertEqual(len(ours), 1, r.stdout + r.stderr)
-            self.assertIn("expected fp32, bf16, bf16-emulated or auto", ours[0])
+            assert_one_error_line(self, r, "expected fp32, bf16, bf16-emulated or auto")
 
 
 if __name__ == "__main__":

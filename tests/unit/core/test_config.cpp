@@ -6,6 +6,7 @@
 #include "chimera/core/config.hpp"
 #include "chimera/core/config_checks.hpp"
 #include "chimera/core/error.hpp"
+#include "input_error.hpp"
 
 namespace chimera {
 
@@ -177,26 +178,17 @@ TEST(Config, ClosestMatch) {
   EXPECT_EQ(closest_match("zzzzzzzz", {"gpipe", "1f1b"}), "");
 }
 
-// The message of the InputError `f` throws, or "" when it throws none.
-template <typename F>
-std::string input_error_of(F&& f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "";
-}
+using testing::input_error;
 
 TEST(Config, NonFiniteNumbersAreRefusedAsTheKeysAreRead) {
   for (const char* value : {"nan", "inf", "-inf"}) {
     SCOPED_TRACE(value);
     Config c;
     const std::string set = std::string("--set train.lr=") + value;
-    EXPECT_NE(input_error_of([&] { c.set(set.substr(6)); }).find("not a finite number"),
+    EXPECT_NE(input_error([&] { c.set(set.substr(6)); }).find("not a finite number"),
               std::string::npos);
     const std::string toml = std::string("[train]\nlr = ") + value + "\n";
-    const std::string msg = input_error_of([&] { Config::from_toml(toml, "run.toml"); });
+    const std::string msg = input_error([&] { Config::from_toml(toml, "run.toml"); });
     EXPECT_NE(msg.find("run.toml: config key 'train.lr'"), std::string::npos) << msg;
     EXPECT_NE(msg.find("expected a finite number"), std::string::npos) << msg;
   }
@@ -209,7 +201,7 @@ TEST(Config, NonFiniteNumbersAreRefusedAsTheKeysAreRead) {
 
 TEST(Config, ADirectoryIsNotAConfigFile) {
   const std::string dir = std::filesystem::temp_directory_path().string();
-  const std::string msg = input_error_of([&] { Config::from_file(dir); });
+  const std::string msg = input_error([&] { Config::from_file(dir); });
   EXPECT_NE(msg.find("is a directory"), std::string::npos) << msg;
   EXPECT_NE(msg.find(dir), std::string::npos) << msg;
 }
@@ -229,7 +221,7 @@ TEST(ConfigChecks, RefuseValuesNoRunCanUseNamingKeyAndFlag) {
     SCOPED_TRACE(k.set);
     Config c;
     c.set(k.set);
-    const std::string msg = input_error_of([&] { check_config_values(c); });
+    const std::string msg = input_error([&] { check_config_values(c); });
     EXPECT_NE(msg.find(k.needle), std::string::npos) << msg;
     EXPECT_NE(msg.find("must be >= 0"), std::string::npos) << msg;
   }
@@ -240,7 +232,7 @@ TEST(ConfigChecks, ValidationNeedsAtLeastOneBatchOnlyWhenItRuns) {
   c.train.eval_batches = 0;
   EXPECT_NO_THROW(check_config_values(c));  // no validation: the key is unused
   c.train.eval_every = 5;
-  const std::string msg = input_error_of([&] { check_config_values(c); });
+  const std::string msg = input_error([&] { check_config_values(c); });
   EXPECT_NE(msg.find("train.eval_batches = 0: must be at least 1"), std::string::npos) << msg;
   c.train.eval_batches = 1;
   EXPECT_NO_THROW(check_config_values(c));

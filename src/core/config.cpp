@@ -1,4 +1,5 @@
 #include "chimera/core/config.hpp"
+#include "chimera/core/files.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -7,7 +8,6 @@
 #include <array>
 #include <charconv>
 #include <cmath>
-#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <toml.hpp>
@@ -474,11 +474,7 @@ Config Config::from_toml(std::string_view text, std::string_view origin) {
 }
 
 Config Config::from_file(const std::string& path) {
-  // A directory opens as a stream that reads nothing: it would pass for an empty config.
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) {
-    throw InputError(fmt::format("config file '{}' is a directory (expected a TOML file)", path));
-  }
+  require_not_a_directory(path, "a TOML config file");
   std::ifstream in(path);
   if (!in) throw InputError(fmt::format("cannot open config file '{}'", path));
   std::stringstream ss;

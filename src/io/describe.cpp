@@ -1,11 +1,11 @@
 #include "chimera/io/describe.hpp"
 
 #include <cmath>
-#include <filesystem>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include "chimera/core/files.hpp"
 
 #include "chimera/core/config.hpp"
 #include "chimera/core/error.hpp"
@@ -40,10 +40,7 @@ std::string with_thousands(std::int64_t n) {
 }  // namespace
 
 FileKind detect_file_kind(const std::string& path) {
-  std::error_code ec;
-  CHIMERA_REQUIRE(!std::filesystem::is_directory(path, ec),
-                  "{}: is a directory (expected a dataset, checkpoint, schedule JSON or trace)",
-                  path);
+  require_not_a_directory(path, "a dataset, checkpoint, schedule JSON or trace");
   std::ifstream probe(path, std::ios::binary);
   CHIMERA_REQUIRE(probe.good(),
                   "{}: no such file (expected a dataset, checkpoint, schedule JSON "

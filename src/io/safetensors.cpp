@@ -16,6 +16,7 @@
 #include <optional>
 
 #include "chimera/core/error.hpp"
+#include "chimera/core/files.hpp"
 #include "chimera/io/paths.hpp"
 
 namespace chimera::io {
@@ -191,9 +192,7 @@ SafetensorsHeader parse_safetensors_header(std::string_view json, std::uint64_t 
 }
 
 SafetensorsReader::SafetensorsReader(std::string path) : path_(std::move(path)) {
-  std::error_code ec;
-  CHIMERA_REQUIRE(!std::filesystem::is_directory(path_, ec),
-                  "{}: is a directory (expected a safetensors file)", path_);
+  require_not_a_directory(path_, "a safetensors file");
   const std::uint64_t size = file_size_of(path_);
   std::ifstream in(path_, std::ios::binary);
   CHIMERA_REQUIRE(in.good(), "{}: cannot open the safetensors file", path_);

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "chimera/core/error.hpp"
+#include "chimera/core/files.hpp"
 #include "chimera/data/tokenizer.hpp"
 #include "chimera/io/checkpoint.hpp"
 #include "chimera/io/paths.hpp"
@@ -77,9 +78,7 @@ bool is_attention_buffer(std::string_view name) {
 }  // namespace
 
 ModelConfig read_hf_config(const std::string& path) {
-  std::error_code ec;
-  CHIMERA_REQUIRE(!std::filesystem::is_directory(path, ec),
-                  "{}: is a directory (expected a Hugging Face config.json)", path);
+  require_not_a_directory(path, "a Hugging Face config.json");
   std::ifstream in(path);
   CHIMERA_REQUIRE(in.good(),
                   "{}: cannot read the Hugging Face config.json (pass --config FILE when it is "

@@ -2,11 +2,11 @@
 
 #include <fmt/format.h>
 
-#include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include "chimera/core/error.hpp"
+#include "chimera/core/files.hpp"
 #include "chimera/schedule/json.hpp"
 #include "chimera/schedule/torch_csv.hpp"
 #include "chimera/schedule/verify.hpp"
@@ -14,10 +14,7 @@
 namespace chimera::schedule {
 
 Schedule read_schedule_file(const std::string& path, ScheduleFileFormat format) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) {
-    throw InputError(fmt::format("schedule file '{}': is a directory (expected a file)", path));
-  }
+  require_not_a_directory(path, "a schedule file");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(fmt::format("schedule file '{}': cannot be read", path));
   std::ostringstream text;

@@ -93,7 +93,8 @@ class BadInput(unittest.TestCase):
             data = os.path.join(tmp, "tokens.h5")
             write_tokens(data)
             two = [*TINY, "--set", "parallel.stages=2", "--set", f"data.train={data}"]
-            self.expect_one_error(2, ["--config", tmp, *two], f"config file '{tmp}' is a directory")
+            self.expect_one_error(2, ["--config", tmp, *two],
+                                  f"{tmp}: is a directory (expected a TOML config file)")
             self.expect_one_error(2, [*two, "--init", tmp], f"{tmp}: is a directory")
 
     def test_values_no_run_can_use_are_refused_naming_the_key(self):

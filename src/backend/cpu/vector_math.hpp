@@ -31,12 +31,16 @@ inline float ordered_sum(Index n, Term term) {
   return acc[0];
 }
 
-// Eight floats as one GCC vector (one AVX register; GCC splits it on narrower ISAs). Every lane
-// does exactly the scalar arithmetic, so kVectors of them side by side give the same bits as the
-// scalar loops with kLanes partial results, which GCC does not vectorise itself where kLanes
-// floats take more than one register. (A single 16-float vector is no use without AVX-512: GCC
-// compares it element by element.)
+// Floats as one GCC vector the width of a vector register: 16 with AVX-512, else 8 (one AVX
+// register; GCC splits it on narrower ISAs). Every lane does exactly the scalar arithmetic, so
+// kVectors of them side by side give the same bits as the scalar loops with kLanes partial
+// results, which GCC does not vectorise itself where kLanes floats take more than one register.
+// (A single 16-float vector is no use without AVX-512: GCC compares it element by element.)
+#if defined(__AVX512F__)
+inline constexpr int kVectorLanes = 16;
+#else
 inline constexpr int kVectorLanes = 8;
+#endif
 inline constexpr int kVectors = kLanes / kVectorLanes;
 using FloatVector = float __attribute__((vector_size(kVectorLanes * sizeof(float))));
 using IntVector = std::int32_t __attribute__((vector_size(kVectorLanes * sizeof(std::int32_t))));

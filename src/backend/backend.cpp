@@ -25,6 +25,12 @@ std::unique_ptr<DeviceGroup> Backend::join_device_group(const std::string& /*id*
       fmt::format("{}backend '{}' has no device collectives", rank_prefix(), description()));
 }
 
+void Backend::move_rows(float* dst, float* src, Index rows, Index C,
+                        const std::int32_t* /*touched*/, Index /*count*/) {
+  accumulate(dst, src, rows * C);
+  fill_zero(src, static_cast<std::size_t>(rows * C) * sizeof(float));
+}
+
 std::vector<std::string> available_backends() {
   if (cuda_linked()) return {"cpu", "cuda"};
   return {"cpu"};

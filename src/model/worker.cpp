@@ -72,7 +72,10 @@ GPT2Worker::GPT2Worker(backend::Backend& backend, const GPT2Config& config,
     tied_params_ = backend::DeviceBuffer::zeros(be_, layout_.tied_floats());
     tied_grads_ = backend::DeviceBuffer::zeros(be_, layout_.tied_floats());
   }
-  if (first && last) embedding_grads_ = backend::DeviceBuffer::zeros(be_, layout_.tied_floats());
+  if (first && last) {
+    embedding_grads_ = backend::DeviceBuffer::zeros(be_, layout_.tied_floats());
+    embedding_row_listed_.assign(static_cast<std::size_t>(dims_.Vp), false);
+  }
   // Weights change only through backend calls (write_tensor's copies, AdamW), so the backend may
   // keep its GEMM operand copies of them (bf16) between changes.
   for (const auto& h : held_)
@@ -124,21 +127,35 @@ void GPT2Worker::zero_grad() {
   if (!tied_grads_.empty()) be_.fill_zero(tied_grads_.data(), tied_grads_.bytes());
   // The embedding's part is zero unless a backward wrote it since the last finalize (which clears
   // it): a Vp x C reset saved per step.
-  if (embedding_grads_pending_) be_.fill_zero(embedding_grads_.data(), embedding_grads_.bytes());
+  if (embedding_grads_pending_) {
+    be_.fill_zero(embedding_grads_.data(), embedding_grads_.bytes());
+    forget_embedding_rows();
+  }
   embedding_grads_pending_ = false;
+}
+
+void GPT2Worker::forget_embedding_rows() {
+  for (const std::int32_t r : embedding_rows_)
+    embedding_row_listed_[static_cast<std::size_t>(r)] = false;
+  embedding_rows_.clear();
 }
 
 void GPT2Worker::finalize_tied_grads() {
   if (!embedding_grads_pending_) return;
-  be_.accumulate(tied_grads_.f32(), embedding_grads_.f32(),
-                 static_cast<Index>(embedding_grads_.floats()));
-  be_.fill_zero(embedding_grads_.data(), embedding_grads_.bytes());
+  be_.move_rows(tied_grads_.f32(), embedding_grads_.f32(), dims_.Vp, dims_.C,
+                embedding_rows_.data(), static_cast<Index>(embedding_rows_.size()));
+  forget_embedding_rows();
   embedding_grads_pending_ = false;
 }
 
-float* GPT2Worker::embedding_grad_target() {
+float* GPT2Worker::embedding_grad_target(const Slot& s) {
   if (embedding_grads_.empty()) return tied_grads_.f32();
   embedding_grads_pending_ = true;
+  for (const std::int32_t r : s.tokens) {
+    if (embedding_row_listed_[static_cast<std::size_t>(r)]) continue;
+    embedding_row_listed_[static_cast<std::size_t>(r)] = true;
+    embedding_rows_.push_back(r);
+  }
   return embedding_grads_.f32();
 }
 
@@ -257,6 +274,8 @@ float GPT2Worker::forward(int stage, int mb, const ForwardInput& input, float* o
   }
 
   Slot s;
+  if (h.shape.first && !embedding_grads_.empty())
+    s.tokens.assign(input.tokens.begin(), input.tokens.end());
   if (recompute_) {
     s.acts = pool_->acquire(h.acts.kept_bytes());
     be_.copy(s.acts.data(), base, h.acts.kept_bytes());
@@ -326,7 +345,7 @@ void GPT2Worker::backward(int stage, int mb, const float* grad_output, float* gr
     dy = dx;
   }
   if (h.shape.first) {
-    be_.embedding_backward(embedding_grad_target(), h.grads.f32() + layout_.wpe_offset(), dy,
+    be_.embedding_backward(embedding_grad_target(s), h.grads.f32() + layout_.wpe_offset(), dy,
                            h.acts.tokens(acts), dims_.B, dims_.T, dims_.C);
   }
   release(stage, mb);
@@ -383,7 +402,7 @@ void GPT2Worker::backward_weight(int stage, int mb) {
                           h.acts.block(acts, l), h.saved.dy(saved, l), h.saved.block(saved, l));
   }
   if (h.shape.first) {
-    be_.embedding_backward(embedding_grad_target(), h.grads.f32() + layout_.wpe_offset(),
+    be_.embedding_backward(embedding_grad_target(s), h.grads.f32() + layout_.wpe_offset(),
                            h.saved.dembedding(saved), h.acts.tokens(acts), dims_.B, dims_.T,
                            dims_.C);
   }

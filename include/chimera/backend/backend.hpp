@@ -110,6 +110,11 @@ class Backend {
   // --- elementwise and row kernels ------------------------------------------------------
   // dst[i] += src[i]
   virtual void accumulate(float* dst, const float* src, Index n) = 0;
+  // For two row-major [rows, C] tables: dst[r, :] += src[r, :], then src[r, :] = 0, for every r.
+  // touched[0..count) lists (without repeats) the rows of src that may be nonzero; every other
+  // row of src must be zero, so that only the listed rows need visiting. The default visits all.
+  virtual void move_rows(float* dst, float* src, Index rows, Index C, const std::int32_t* touched,
+                         Index count);
   // out[r, :] = residual[r, :] + bias   (residual may be null: out[r, :] = bias); N rows of C.
   virtual void broadcast_bias(float* out, const float* residual, const float* bias, Index N,
                               Index C) = 0;

@@ -121,6 +121,9 @@ class GPT2Worker {
     backend::DeviceBuffer saved;  // split backward: from backward_input to backward_weight
     bool input_done = false;
     float loss_scale = 0;
+    // The micro-batch's tokens on the host, kept where the embedding's gradient goes to a table
+    // of its own (embedding_grads_): they name the rows its backward writes there.
+    std::vector<std::int32_t> tokens;
   };
 
   HeldStage& held(int stage);
@@ -128,7 +131,10 @@ class GPT2Worker {
   void run_blocks(HeldStage& h, std::byte* acts);
   void ensure_full_activations(HeldStage& h, Slot& s);
   void ensure_workspace();
-  float* embedding_grad_target();
+  // Where the embedding backward of slot s adds its wte gradient; records the rows it touches.
+  float* embedding_grad_target(const Slot& s);
+  // Empties embedding_rows_ (after the rows it lists were zeroed).
+  void forget_embedding_rows();
   HeadWeights head_weights(HeldStage& h);
   HeadWeightGrads head_weight_grads(HeldStage& h);
   void check_ids(std::span<const std::int32_t> ids, const char* what, int mb) const;
@@ -140,9 +146,13 @@ class GPT2Worker {
   std::vector<int> stage_ids_;
   std::vector<std::unique_ptr<HeldStage>> held_;
   backend::DeviceBuffer tied_params_, tied_grads_;
-  // only when holding stage 0 and stage S-1; all zeros whenever embedding_grads_pending_ is false
+  // only when holding stage 0 and stage S-1; all zeros whenever embedding_grads_pending_ is false,
+  // and zero outside the rows listed in embedding_rows_ (a step's tokens touch few of Vp rows,
+  // so finalize_tied_grads moves only those)
   backend::DeviceBuffer embedding_grads_;
   bool embedding_grads_pending_ = false;
+  std::vector<std::int32_t> embedding_rows_;
+  std::vector<bool> embedding_row_listed_;
   std::unique_ptr<ActivationPool> pool_;
   std::map<std::pair<int, int>, Slot> slots_;
   backend::DeviceBuffer workspace_;

@@ -41,6 +41,9 @@ class CpuBackend final : public Backend {
                             Index batch) override;
 
   void accumulate(float* dst, const float* src, Index n) override;
+  // Visits only the touched rows.
+  void move_rows(float* dst, float* src, Index rows, Index C, const std::int32_t* touched,
+                 Index count) override;
   void broadcast_bias(float* out, const float* residual, const float* bias, Index N,
                       Index C) override;
   void bias_backward(float* dbias, const float* dout, Index N, Index C) override;

@@ -1,4 +1,5 @@
-// Elementwise and per-row kernels: accumulation, bias broadcast and its backward, GELU.
+// Elementwise and per-row kernels: accumulation (also of listed rows), bias broadcast and its
+// backward, GELU.
 #include <omp.h>
 
 #include <vector>
@@ -18,6 +19,21 @@ void CpuBackend::accumulate(float* dst, const float* src, Index n) {
   written(dst, static_cast<std::size_t>(n) * sizeof(float));
 #pragma omp parallel for schedule(dynamic, kDynamicChunk) if (n >= kParallelMinElements)
   for (Index i = 0; i < n; ++i) dst[i] += src[i];
+}
+
+void CpuBackend::move_rows(float* dst, float* src, Index rows, Index C, const std::int32_t* touched,
+                           Index count) {
+  written(dst, static_cast<std::size_t>(rows * C) * sizeof(float));
+#pragma omp parallel for schedule(static) if (count * C >= kParallelMinElements)
+  for (Index i = 0; i < count; ++i) {
+    const Index r = touched[i];
+    float* to = dst + r * C;
+    float* from = src + r * C;
+    for (Index j = 0; j < C; ++j) {
+      to[j] += from[j];
+      from[j] = 0.0F;
+    }
+  }
 }
 
 void CpuBackend::broadcast_bias(float* out, const float* residual, const float* bias, Index N,

@@ -167,6 +167,32 @@ TEST_F(CpuKernels, AccumulateBiasAndBiasBackward) {
   expect_near_all(dst, sum, 1e-6, "accumulate");
 }
 
+// The embedding's wte gradient moves into the head's only where tokens touched it: the listed
+// rows are added and cleared, the others left as they are (in both tables).
+TEST_F(CpuKernels, MoveRowsAddsAndClearsOnlyTheListedRows) {
+  const int rows = 9, C = 21;
+  const std::vector<std::int32_t> touched = {7, 2, 5};
+  const Vec before = random_vec(rows * C, 15);
+  Vec dst = before, src(rows * C, 0.0F);
+  const Vec values = random_vec(rows * C, 16);
+  for (const int r : touched) {
+    for (int j = 0; j < C; ++j) src[r * C + j] = values[r * C + j];
+  }
+  // A row outside the list that is not zero shows whether it was visited (the caller promises
+  // zeros there; the CPU backend relies on it).
+  src[0] = 1.0F;
+  be_->move_rows(dst.data(), src.data(), rows, C, touched.data(),
+                 static_cast<Index>(touched.size()));
+  for (int r = 0; r < rows; ++r) {
+    const bool listed = std::find(touched.begin(), touched.end(), r) != touched.end();
+    for (int j = 0; j < C; ++j) {
+      const int i = r * C + j;
+      ASSERT_EQ(dst[i], listed ? before[i] + values[i] : before[i]) << "row " << r;
+      ASSERT_EQ(src[i], r == 0 && j == 0 ? 1.0F : 0.0F) << "row " << r;
+    }
+  }
+}
+
 TEST_F(CpuKernels, LayerNormForwardAndBackward) {
   const int N = 9, C = 70;
   const Vec x = random_vec(N * C, 20, 2.0F), w = random_vec(C, 21), b = random_vec(C, 22);

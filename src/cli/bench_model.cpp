@@ -99,7 +99,7 @@ GemmLabel gemm_label(BackendKind kind, const std::string& precision) {
   if (precision == "fp32") return {"sgemm", "", "model/sgemm"};
   if (precision == "bf16-emulated") {
     // Operands rounded to bf16 on the fp32 units: a test mode, not a speed mode.
-    return {"bf16-emulated GEMM", "with operands rounded to bf16, then BLIS sgemm, ",
+    return {"bf16-emulated GEMM", "with operands rounded to bf16, then the fp32 GEMM, ",
             "model/bf16-emulated GEMM"};
   }
   const std::string rate = precision + " GEMM";

@@ -121,7 +121,8 @@ class ConvertingGemm : public Bf16Gemm {
 class EmulatedBf16Gemm final : public ConvertingGemm<float> {
  public:
   std::string description() const override {
-    return "bf16 GEMMs emulated (operands rounded to bf16, fp32 BLIS)";
+    return "bf16 GEMMs emulated (operands rounded to bf16, then fp32 GEMMs on " +
+           fp32_gemm_description() + ")";
   }
 
  protected:

@@ -2,7 +2,7 @@
 // GEMMs of the CPU backend at runtime.precision = bf16 or bf16-emulated: both operands rounded to
 // bf16, products summed in fp32, C in fp32 (the CUDA backend's bf16 meaning).
 //  - bf16: oneDNN's matmul on bf16 operands (AMX or AVX-512-BF16 kernels).
-//  - bf16-emulated: the operands rounded to bf16 values in fp32, then the fp32 BLIS GEMM. A
+//  - bf16-emulated: the operands rounded to bf16 values in fp32, then the fp32 GEMM. A
 //    product of two bf16 values is exact in fp32, so this differs from the hardware only in the
 //    order of the fp32 sums; it gives the bf16 numerics on any CPU, for tests, and like the fp32
 //    GEMM its bits do not depend on the thread count.
@@ -32,7 +32,7 @@ class Bf16Gemm {
   virtual void gemm(Trans trans_a, Trans trans_b, Index m, Index n, Index k, float alpha,
                     const float* a, Index lda, const float* b, Index ldb, float beta, float* c,
                     Index ldc, bool team) = 0;
-  // "bf16 GEMMs: oneDNN 2.6.3 (avx512_core_amx)" or "bf16 GEMMs emulated on fp32 BLIS".
+  // "bf16 GEMMs on oneDNN 2.6.3 (avx512_core_amx)" or "bf16 GEMMs emulated (...)".
   virtual std::string description() const = 0;
 
   void register_weights(const float* data, Index n);

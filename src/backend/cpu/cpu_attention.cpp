@@ -1,5 +1,5 @@
 // Causal multi-head attention, fused: one OpenMP loop over the (sequence, head) pairs, each pair
-// computed by single-threaded BLIS GEMMs straight on the [B, T, 3C] qkv layout (no permutes) and
+// computed by single-threaded GEMMs straight on the [B, T, 3C] qkv layout (no permutes) and
 // its softmax rows. One parallel region per pass instead of one per GEMM and per softmax keeps a
 // step's barriers few (each costs a scheduler slice on a shared machine).
 #include <cmath>

@@ -22,6 +22,7 @@ constexpr std::size_t kAlignment = 64;
 CpuBackend::CpuBackend(CpuPrecision precision, std::string note)
     : precision_(precision), note_(std::move(note)) {
   select_blis_kernels();
+  fp32_gemm_engine();  // an unknown CHIMERA_CPU_GEMM fails here, not in the first GEMM
   if (precision != CpuPrecision::Fp32) {
     bf16_ = Bf16Gemm::make(precision == CpuPrecision::Bf16 ? Bf16Gemm::Kind::OneDnn
                                                            : Bf16Gemm::Kind::Emulated);
@@ -31,10 +32,9 @@ CpuBackend::CpuBackend(CpuPrecision precision, std::string note)
 CpuBackend::~CpuBackend() = default;
 
 std::string CpuBackend::description() const {
-  std::string gemms = bf16_ ? bf16_->description() : "fp32 GEMMs";
+  std::string gemms = bf16_ ? bf16_->description() : "fp32 GEMMs on " + fp32_gemm_description();
   if (!note_.empty()) gemms += fmt::format("; {}", note_);
-  return fmt::format("cpu: {}, {}, {} OpenMP threads", blis_description(), gemms,
-                     omp_get_max_threads());
+  return fmt::format("cpu: {}, {} OpenMP threads", gemms, omp_get_max_threads());
 }
 
 std::string CpuBackend::gemm_precision() const {

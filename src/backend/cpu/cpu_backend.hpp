@@ -1,6 +1,6 @@
 #pragma once
-// The CPU backend: BLIS for GEMM (oneDNN for bf16 GEMMs), OpenMP for the kernels, threads from
-// OMP_NUM_THREADS.
+// The CPU backend: oneDNN or BLIS for fp32 GEMMs (oneDNN for bf16), OpenMP for the kernels,
+// threads from OMP_NUM_THREADS.
 // Every kernel parallelises over rows or columns only, so its results do not depend on the
 // thread count; reductions use a fixed order (vector_math.hpp).
 #include <memory>
@@ -101,10 +101,19 @@ std::unique_ptr<Backend> make_cpu_backend(const std::string& precision);
 // Why this CPU cannot run bf16 GEMMs (no AMX-BF16 or AVX-512-BF16), or nullopt when it can.
 std::optional<std::string> bf16_unsupported();
 
-// An fp32 BLIS GEMM (row-major) on the OpenMP team, split into slabs of C (cpu_gemm.cpp).
+// The engine of the fp32 GEMMs (cpu_gemm.cpp): oneDNN where its kernels use AVX-512, else BLIS,
+// unless CHIMERA_CPU_GEMM says otherwise (InputError for an unknown name). Process-wide.
+enum class Fp32GemmEngine { Blis, Onednn };
+Fp32GemmEngine fp32_gemm_engine();
+// For tests that run both engines in one process.
+void use_fp32_gemm_engine(Fp32GemmEngine engine);
+// "oneDNN 2.6.3 (avx512_core_bf16)" or "BLIS 0.9.0 (zen3 kernels)"
+std::string fp32_gemm_description();
+
+// An fp32 GEMM (row-major) on the OpenMP team, split into slabs of C (cpu_gemm.cpp).
 void gemm_fp32(Trans trans_a, Trans trans_b, Index m, Index n, Index k, float alpha, const float* a,
                Index lda, const float* b, Index ldb, float beta, float* c, Index ldc);
-// One single-threaded BLIS GEMM (row-major), for kernels that parallelise over many GEMMs.
+// One single-threaded fp32 GEMM (row-major), for kernels that parallelise over many GEMMs.
 void gemm_single_thread(Trans trans_a, Trans trans_b, Index m, Index n, Index k, float alpha,
                         const float* a, Index lda, const float* b, Index ldb, float beta, float* c,
                         Index ldc);

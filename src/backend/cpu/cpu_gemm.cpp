@@ -1,12 +1,21 @@
-// GEMM through BLIS's typed expert API (row-major = row stride ld, column stride 1).
+// fp32 GEMM (row-major = row stride ld, column stride 1) on one of two engines:
+// - oneDNN's matmul where its kernels use AVX-512 (or AMX): on a Zen 5 it ran the model's GEMMs
+//   10-40% faster than BLIS 0.9, whose newest x86 kernels are Skylake-X's;
+// - BLIS's typed expert API elsewhere (on an AVX2 CPU oneDNN's fp32 kernels were up to 1.5x
+//   slower than BLIS's Zen 3 ones).
+// CHIMERA_CPU_GEMM=blis|onednn overrides the choice (to compare them, or to test both).
 //
-// Threads: every BLIS call here is single-threaded, and a large GEMM is split into one call per
-// OpenMP thread on a slab of C's rows (or columns, when C is wider than tall). BLIS's own threads
-// synchronise with spinning barriers that never yield; on a machine shared with other jobs (the
-// normal case on a login node or a laptop) a waiting thread burns its time slice while the one it
-// waits for is descheduled: measured at 50% of a training step, and 1.5-5x slower GEMMs than the
-// split, which meets one OpenMP barrier per GEMM. Each element of C is computed by the same
-// micro-kernel arithmetic in either case, so results are bit-identical for any thread count.
+// Threads: every engine call here is single-threaded, and a large GEMM is split into calls on
+// slabs of C's rows (or columns, when C is wider than tall), handed to the OpenMP threads. BLIS's
+// own threads synchronise with spinning barriers that never yield; on a machine shared with other
+// jobs (the normal case on a login node or a laptop) a waiting thread burns its time slice while
+// the one it waits for is descheduled: measured at 50% of a training step, and 1.5-5x slower
+// GEMMs than the split, which meets one OpenMP barrier per GEMM.
+//
+// Results are bit-identical for any thread count. BLIS computes each element of C with the same
+// micro-kernel arithmetic whatever the slab, so its slabs follow the thread count. oneDNN's sums
+// over k can depend on the shape of the call (measured: slabs of other widths changed bits), so
+// its slabs follow the GEMM's shape only, and its primitives are planned for one thread.
 #include <blis.h>
 #include <omp.h>
 
@@ -14,10 +23,12 @@
 #include <cstdlib>
 #include <mutex>
 #include <string>
+#include <string_view>
 
 #include "bf16_gemm.hpp"
 #include "chimera/core/error.hpp"
 #include "cpu_backend.hpp"
+#include "onednn_matmul.hpp"
 
 namespace chimera::backend::cpu {
 
@@ -49,6 +60,52 @@ std::string blis_description() {
 
 namespace {
 
+Fp32GemmEngine detect_fp32_gemm_engine() {
+  if (const char* env = std::getenv("CHIMERA_CPU_GEMM"); env != nullptr && *env != '\0') {
+    const std::string_view name(env);
+    if (name == "blis") return Fp32GemmEngine::Blis;
+    if (name == "onednn") return Fp32GemmEngine::Onednn;
+    throw InputError(fmt::format(
+        "CHIMERA_CPU_GEMM={}: unknown fp32 GEMM engine (blis or onednn; unset: oneDNN where its "
+        "kernels use AVX-512, else BLIS)",
+        name));
+  }
+  return OnednnMatmul::runs_avx512() ? Fp32GemmEngine::Onednn : Fp32GemmEngine::Blis;
+}
+
+Fp32GemmEngine& engine_setting() {
+  static Fp32GemmEngine engine = detect_fp32_gemm_engine();
+  return engine;
+}
+
+// fp32 matmuls planned for one thread each, for the slabs (and attention heads) of every thread.
+OnednnMatmul& fp32_matmul() {
+  static OnednnMatmul matmul(OperandType::F32, Epilogue::OneDnnWhereSupported, Threads::Caller);
+  return matmul;
+}
+
+// oneDNN's epilogue takes beta 0 or 1, the only ones the model uses; BLIS serves any other.
+bool on_onednn(float beta) {
+  return engine_setting() == Fp32GemmEngine::Onednn && (beta == 0.0F || beta == 1.0F);
+}
+
+}  // namespace
+
+Fp32GemmEngine fp32_gemm_engine() {
+  return engine_setting();
+}
+
+void use_fp32_gemm_engine(Fp32GemmEngine engine) {
+  engine_setting() = engine;
+}
+
+std::string fp32_gemm_description() {
+  if (fp32_gemm_engine() == Fp32GemmEngine::Onednn) return OnednnMatmul::description();
+  return blis_description();
+}
+
+namespace {
+
 // GEMMs with fewer multiply-adds than this run on one thread: waking the team costs more.
 constexpr Index kParallelMinMultiplyAdds = Index{1} << 18;
 
@@ -65,6 +122,10 @@ trans_t blis_trans(Trans t) {
 void gemm_single_thread(Trans trans_a, Trans trans_b, Index m, Index n, Index k, float alpha,
                         const float* a, Index lda, const float* b, Index ldb, float beta, float* c,
                         Index ldc) {
+  if (on_onednn(beta)) {
+    fp32_matmul().run(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    return;
+  }
   rntm_t rntm;
   bli_rntm_init(&rntm);
   bli_rntm_set_num_threads(1, &rntm);
@@ -75,14 +136,21 @@ void gemm_single_thread(Trans trans_a, Trans trans_b, Index m, Index n, Index k,
 
 namespace {
 
-// Slabs of C for `threads` threads. Each slab repacks the operand that all slabs share (B for
+// BLIS slabs for `threads` threads. Each slab repacks the operand that all slabs share (B for
 // row slabs, A for column slabs), which costs about as much as computing ~750 rows (columns) of
 // the slab, so slabs stay at least 768 long: one per thread for the block GEMMs, up to 8 per
 // thread for the head's V-long GEMMs. More slabs than threads, handed out dynamically, let a
 // thread that the OS does not deschedule take over the work of one that it does.
-Index slab_count(Index extent, int threads) {
+Index blis_slab_count(Index extent, int threads) {
   const Index wanted = std::clamp<Index>(extent / 768, threads, Index{8} * threads);
   return wanted / threads * threads;
+}
+
+// oneDNN slabs, from the extent alone: about 256 long, at least 4 where the extent has that many
+// tiles (so the block GEMMs of the benchmark model keep 2 threads busy) and at most 64.
+Index onednn_slab_count(Index extent, Index tile) {
+  const Index tiles = std::max<Index>(1, extent / tile);
+  return std::clamp<Index>(extent / 256, std::min<Index>(4, tiles), 64);
 }
 
 }  // namespace
@@ -90,18 +158,22 @@ Index slab_count(Index extent, int threads) {
 void gemm_fp32(Trans trans_a, Trans trans_b, Index m, Index n, Index k, float alpha, const float* a,
                Index lda, const float* b, Index ldb, float beta, float* c, Index ldc) {
   const int threads = threads_for(m, n, k);
-  if (threads == 1) {
+  const bool onednn = on_onednn(beta);
+  // oneDNN's slabs do not depend on the threads, so one thread computes them too.
+  const bool sliced = m * n * k >= kParallelMinMultiplyAdds && (onednn || threads > 1);
+  if (!sliced) {
     gemm_single_thread(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     return;
   }
   const bool by_rows = m >= n;
   const Index extent = by_rows ? m : n;
   const Index tile = by_rows ? 32 : 16;  // slab boundaries on micro-tile multiples
-  const Index slabs = slab_count(extent, threads);
+  const Index slabs = onednn ? onednn_slab_count(extent, tile) : blis_slab_count(extent, threads);
   const auto bound = [&](Index i) {
     return i == slabs ? extent : extent * i / slabs / tile * tile;
   };
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
+#pragma omp parallel for schedule(dynamic, 1) \
+    num_threads(static_cast <int>(std::min <Index>(threads, slabs)))
   for (Index i = 0; i < slabs; ++i) {
     const Index begin = bound(i), end = bound(i + 1);
     if (end <= begin) continue;

@@ -55,6 +55,22 @@ dnnl::memory::desc matrix(Index rows, Index cols, Index ld, Trans trans,
   return {{rows, cols}, type, strides};
 }
 
+// While alive (and `active`), this thread's OpenMP regions, and oneDNN's plans, have one thread.
+class OneThreadPlans {
+ public:
+  explicit OneThreadPlans(bool active) : saved_(active ? omp_get_max_threads() : 0) {
+    if (saved_ > 0) omp_set_num_threads(1);
+  }
+  ~OneThreadPlans() {
+    if (saved_ > 0) omp_set_num_threads(saved_);
+  }
+  OneThreadPlans(const OneThreadPlans&) = delete;
+  OneThreadPlans& operator=(const OneThreadPlans&) = delete;
+
+ private:
+  int saved_;
+};
+
 // One engine for the process: every thread's stream belongs to it.
 const dnnl::engine& cpu_engine() {
   static const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
@@ -83,8 +99,10 @@ struct OnednnMatmul::Primitive {
   bool own_epilogue = false;  // alpha and beta applied by run() after oneDNN's plain product
 };
 
-OnednnMatmul::OnednnMatmul(OperandType operands, Epilogue epilogue)
-    : operands_(operands), own_epilogue_(epilogue == Epilogue::Ours) {
+OnednnMatmul::OnednnMatmul(OperandType operands, Epilogue epilogue, Threads threads)
+    : operands_(operands),
+      own_epilogue_(epilogue == Epilogue::Ours),
+      one_thread_(threads == Threads::Caller) {
   if (const auto why = unsupported(operands)) throw InputError(*why);
 }
 
@@ -109,6 +127,10 @@ std::optional<std::string> OnednnMatmul::unsupported(OperandType operands) {
                        description(), isa_name(isa), e.what());
   }
   return std::nullopt;
+}
+
+bool OnednnMatmul::runs_avx512() {
+  return isa_includes(dnnl::get_effective_cpu_isa(), dnnl::cpu_isa::avx512_core);
 }
 
 std::string OnednnMatmul::description() {
@@ -144,6 +166,9 @@ const OnednnMatmul::Primitive& OnednnMatmul::primitive(const Key& key) {
         dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, weights, dst), attr, cpu_engine());
     entry->own_epilogue = needs_epilogue && !with_epilogue;
   };
+  // oneDNN reads the number of threads to plan for (omp_get_max_threads) as it creates the
+  // primitive; this thread's setting is put back afterwards.
+  const OneThreadPlans one_thread_plans(one_thread_);
   if (needs_epilogue && !own_epilogue_) {
     // oneDNN's output scale and sum post-op, where its kernel for these operands takes them.
     try {
@@ -184,6 +209,8 @@ void OnednnMatmul::run(Trans trans_a, Trans trans_b, Index m, Index n, Index k, 
   const dnnl::memory dst(d.dst_desc(), cpu_engine(), out);
   const dnnl::memory scratchpad(d.scratchpad_desc(), cpu_engine(),
                                 context.scratchpad.get(p.scratchpad_bytes));
+  // A primitive planned for one thread runs on this one (oneDNN may otherwise open a region).
+  const OneThreadPlans one_thread(one_thread_);
   p.matmul.execute(*context.stream, {{DNNL_ARG_SRC, src},
                                      {DNNL_ARG_WEIGHTS, weights},
                                      {DNNL_ARG_DST, dst},

@@ -6,6 +6,10 @@
 // Primitives are created once per GEMM shape and reused across calls and steps; each thread
 // executes on its own stream with its own scratchpad, so calls from an OpenMP region (one per
 // attention head) run concurrently, each on one thread.
+//
+// oneDNN plans a primitive's work for the threads it may use when the primitive is created, and
+// its order of the sums over k can follow that plan (and the shape). Primitives planned for one
+// thread give results that depend on the GEMM's shape only, whatever OMP_NUM_THREADS is.
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -24,18 +28,25 @@ enum class OperandType { F32, Bf16 };
 // (else, silently, our own pass over C), or always our own pass (for tests of that fallback).
 enum class Epilogue { OneDnnWhereSupported, Ours };
 
+// Which threads a call runs on: the OpenMP team (or the calling thread inside a parallel region),
+// or always the calling thread alone, with primitives planned for one thread.
+enum class Threads { Team, Caller };
+
 class OnednnMatmul {
  public:
-  explicit OnednnMatmul(OperandType operands, Epilogue epilogue = Epilogue::OneDnnWhereSupported);
+  explicit OnednnMatmul(OperandType operands, Epilogue epilogue = Epilogue::OneDnnWhereSupported,
+                        Threads threads = Threads::Team);
   ~OnednnMatmul();
   OnednnMatmul(const OnednnMatmul&) = delete;
   OnednnMatmul& operator=(const OnednnMatmul&) = delete;
 
   // C = alpha * op(A) op(B) + beta * C with beta 0 or 1; A and B hold elements of the operand
-  // type. Runs on the OpenMP team, or on the calling thread inside a parallel region.
+  // type. Runs on the threads chosen at construction.
   void run(Trans trans_a, Trans trans_b, Index m, Index n, Index k, float alpha, const void* a,
            Index lda, const void* b, Index ldb, float beta, float* c, Index ldc);
 
+  // Whether oneDNN's kernels here use AVX-512 (or AMX): where its fp32 GEMMs outrun BLIS's.
+  static bool runs_avx512();
   // Why oneDNN cannot run GEMMs with `operands` on this CPU, or nullopt when it can.
   static std::optional<std::string> unsupported(OperandType operands);
   // "oneDNN 2.6.3 (avx512_core_amx)": the version and the ISA its kernels use here.
@@ -48,6 +59,7 @@ class OnednnMatmul {
 
   OperandType operands_;
   bool own_epilogue_;
+  bool one_thread_;
   std::mutex mutex_;  // guards primitives_ (entries are never removed, so references stay valid)
   std::map<Key, std::unique_ptr<Primitive>> primitives_;
 };

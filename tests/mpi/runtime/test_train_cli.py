@@ -278,7 +278,8 @@ class Precision(unittest.TestCase):
                 self.assertFalse(env, "oneDNN ran bf16 with AVX2 at most")
                 self.assertEqual(bf16.returncode, 0, bf16.stdout + bf16.stderr)
                 return
-            self.assertIn("fp32 GEMMs; auto chose fp32: ", backend[0])
+            self.assertIn("fp32 GEMMs on ", backend[0])
+            self.assertIn("; auto chose fp32: ", backend[0])
             line = assert_one_error_line(self, bf16, "runtime.precision = 'bf16'")
             self.assertIn("bf16-emulated", line)
 

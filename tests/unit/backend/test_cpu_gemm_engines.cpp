@@ -12,19 +12,14 @@
 
 #include "cpu_backend.hpp"
 #include "onednn_matmul.hpp"
+#include "random_values.hpp"
 
 namespace chimera::backend::cpu {
 namespace {
 
 using Vec = std::vector<float>;
 
-Vec random_vec(std::size_t n, std::uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> normal(0.0F, 1.0F);
-  Vec v(n);
-  for (auto& x : v) x = normal(rng);
-  return v;
-}
+using testing::random_vec;
 
 struct Shape {
   Trans ta, tb;

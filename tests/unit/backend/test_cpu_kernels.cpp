@@ -13,19 +13,14 @@
 
 #include "chimera/backend/backend.hpp"
 #include "chimera/core/error.hpp"
+#include "random_values.hpp"
 
 namespace chimera::backend {
 namespace {
 
 using Vec = std::vector<float>;
 
-Vec random_vec(std::size_t n, std::uint32_t seed, float scale = 1.0F) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> normal(0.0F, scale);
-  Vec v(n);
-  for (auto& x : v) x = normal(rng);
-  return v;
-}
+using testing::random_vec;
 
 // |a_i - b_i| <= tol * (|b_i| + rms(b)) elementwise: relative, with the array's scale as the floor
 // for values that come out of cancellation.

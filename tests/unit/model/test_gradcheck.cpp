@@ -13,19 +13,14 @@
 #include "chimera/model/block.hpp"
 #include "chimera/model/layers.hpp"
 #include "chimera/model/parameters.hpp"
+#include "random_values.hpp"
 
 namespace chimera::model {
 namespace {
 
 using Vec = std::vector<float>;
 
-Vec random_vec(std::size_t n, std::uint32_t seed, float scale, float offset = 0.0F) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> normal(0.0F, scale);
-  Vec v(n);
-  for (auto& x : v) x = offset + normal(rng);
-  return v;
-}
+using testing::random_vec;
 
 double weighted_sum(const Vec& out, const Vec& w) {
   double s = 0;

@@ -172,8 +172,8 @@ void gemm_fp32(Trans trans_a, Trans trans_b, Index m, Index n, Index k, float al
   const auto bound = [&](Index i) {
     return i == slabs ? extent : extent * i / slabs / tile * tile;
   };
-#pragma omp parallel for schedule(dynamic, 1) \
-    num_threads(static_cast <int>(std::min <Index>(threads, slabs)))
+  const int team = static_cast<int>(std::min<Index>(threads, slabs));
+#pragma omp parallel for schedule(dynamic, 1) num_threads(team)
   for (Index i = 0; i < slabs; ++i) {
     const Index begin = bound(i), end = bound(i + 1);
     if (end <= begin) continue;

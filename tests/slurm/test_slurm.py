@@ -62,9 +62,24 @@ def tearDownModule():
         subprocess.run([str(SLURM_LOCAL), "down"], capture_output=True, timeout=120)
 
 
-def slurm(*args, check=True, env=None):
-    r = subprocess.run(list(args), cwd=REPO, env=env or ENV, capture_output=True, text=True,
-                       timeout=60)
+# How a Slurm client fails when its link to slurmctld breaks mid-request (seen on a loaded
+# machine: scontrol killed by SIGPIPE, the controller logging "Zero Bytes were transmitted").
+TRANSIENT = re.compile(r"Socket timed out|Zero Bytes were transmitted|Unable to contact slurm "
+                       r"controller|Connection refused")
+
+
+def slurm(*args, check=True, env=None, attempts=1):
+    """Runs a Slurm command; a query (attempts > 1) is repeated where the client lost its link
+    to the controller, as users' tools do, and fails on anything else or after the last try."""
+    for attempt in range(attempts):
+        r = subprocess.run(list(args), cwd=REPO, env=env or ENV, capture_output=True, text=True,
+                           timeout=60)
+        transient = r.returncode < 0 or TRANSIENT.search(r.stderr) is not None
+        if r.returncode == 0 or not transient or attempt + 1 == attempts:
+            break
+        print(f"{' '.join(args)} exited {r.returncode} ({r.stderr.strip()}); again",
+              file=sys.stderr)
+        time.sleep(1)
     if check and r.returncode != 0:
         raise AssertionError(f"{' '.join(args)} exited {r.returncode}: {r.stdout}{r.stderr}")
     return r.stdout
@@ -76,7 +91,7 @@ def job_ids(text):
 
 def job_info(job):
     """scontrol's fields of a job (accounting_storage/none: finished jobs stay MinJobAge s)."""
-    line = slurm("scontrol", "show", "job", "-o", str(job))
+    line = slurm("scontrol", "show", "job", "-o", str(job), attempts=3)
     return dict(re.findall(r"(\w+)=(\S*)", line))
 
 

@@ -60,23 +60,35 @@ std::optional<std::string> filter_problem(hid_t create) {
   return std::nullopt;
 }
 
-}  // namespace
+// A failed query of a dataset's own metadata (a damaged file, not a bug): what was asked, and
+// HDF5's message, taken before handles close and clear HDF5's error stack.
+struct DamagedMetadata {
+  std::string what;
+  std::string library;
+};
 
-std::optional<std::string> stored_data_problem(hid_t dataset) {
-  Handle create = plist_handle(H5_CHECK(H5Dget_create_plist(dataset), "dataset creation"));
+template <typename Result>
+Result query(Result result, const char* what) {
+  if (static_cast<long long>(result) < 0) throw DamagedMetadata{what, library_error_message()};
+  return result;
+}
+
+// The dataset's storage problem; a query of its metadata that fails throws DamagedMetadata.
+std::optional<std::string> storage_problem(hid_t dataset) {
+  Handle create = plist_handle(query(H5Dget_create_plist(dataset), "creation properties"));
   if (auto problem = filter_problem(create.get())) return problem;
 
-  Handle space = dataspace_handle(H5_CHECK(H5Dget_space(dataset), "dataspace of a dataset"));
-  const int rank = H5_CHECK(H5Sget_simple_extent_ndims(space.get()), "dataset rank");
+  Handle space = dataspace_handle(query(H5Dget_space(dataset), "dataspace"));
+  const int rank = query(H5Sget_simple_extent_ndims(space.get()), "rank");
   std::vector<hsize_t> dims(static_cast<std::size_t>(rank));
-  if (rank > 0) H5_CHECK(H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr));
-  const hssize_t elements = H5_CHECK(H5Sget_simple_extent_npoints(space.get()));
+  if (rank > 0) query(H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr), "shape");
+  const hssize_t elements = query(H5Sget_simple_extent_npoints(space.get()), "number of elements");
   if (elements == 0) return std::nullopt;
 
-  const H5D_layout_t layout = H5Pget_layout(create.get());
+  const H5D_layout_t layout = query(H5Pget_layout(create.get()), "storage layout");
   if (layout == H5D_COMPACT) return std::nullopt;
   H5D_space_status_t status{};
-  H5_CHECK(H5Dget_space_status(dataset, &status), "dataset storage status");
+  query(H5Dget_space_status(dataset, &status), "storage status");
   constexpr const char* kNeverWritten =
       "was created but never written (no data stored), so it would read as zeros: write its "
       "values";
@@ -85,12 +97,12 @@ std::optional<std::string> stored_data_problem(hid_t dataset) {
   if (layout != H5D_CHUNKED) return std::nullopt;
 
   std::vector<hsize_t> chunk(dims.size());
-  H5_CHECK(H5Pget_chunk(create.get(), rank, chunk.data()), "chunk shape");
+  query(H5Pget_chunk(create.get(), rank, chunk.data()), "chunk shape");
   hsize_t expected = 1;
   for (std::size_t d = 0; d < dims.size(); ++d)
     expected *= chunk[d] == 0 ? 0 : (dims[d] + chunk[d] - 1) / chunk[d];
   hsize_t stored = 0;
-  H5_CHECK(H5Dget_num_chunks(dataset, space.get(), &stored), "number of stored chunks");
+  query(H5Dget_num_chunks(dataset, space.get(), &stored), "chunk index");
   if (stored == 0) return std::string(kNeverWritten);
   if (stored < expected)
     return fmt::format(
@@ -98,6 +110,17 @@ std::optional<std::string> stored_data_problem(hid_t dataset) {
         "write all its values",
         stored, expected);
   return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<std::string> stored_data_problem(hid_t dataset) {
+  try {
+    return storage_problem(dataset);
+  } catch (const DamagedMetadata& damaged) {
+    return fmt::format("cannot be read: its {} is damaged in the file (HDF5: {}); rewrite the file",
+                       damaged.what, damaged.library);
+  }
 }
 
 }  // namespace chimera::h5

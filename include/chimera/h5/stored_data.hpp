@@ -15,6 +15,8 @@ namespace chimera::h5 {
 //  - a non-empty dataset that was created but never written: HDF5 would read its fill value
 //    (zeros) as if it were data;
 //  - a chunked dataset where only some chunks hold data (the rest would read as fill values).
+//  - metadata of the dataset that HDF5 cannot read (a damaged file): "cannot be read: its
+//    dataspace is damaged in the file (HDF5: ...); rewrite the file".
 // Compact datasets always hold their data. Cheap: reads the creation properties and the chunk
 // index, never a value.
 std::optional<std::string> stored_data_problem(hid_t dataset);

@@ -175,6 +175,10 @@ std::vector<Field> fields(Config& c) {
        "cuda: activations cross ranks as auto, device (CUDA-aware MPI) or host (staged)"},
       {"runtime", "allreduce", &c.runtime.allreduce,
        "cuda: gradients are summed with auto, nccl or mpi"},
+      {"runtime", "device_mpi_with_nccl", &c.runtime.device_mpi_with_nccl,
+       "cuda: allow device-buffer MPI messages and NCCL sums at the same time, which NCCL's "
+       "documentation says may deadlock (false: auto never combines them, asking for both is an "
+       "error)"},
       {"runtime", "compute", &c.runtime.compute, "real, or emulate (timed waits of --cost)"},
       {"runtime", "cost", &c.runtime.cost, "emulate: F:B[:W] milliseconds per stage op"},
       {"runtime", "wait", &c.runtime.wait,

@@ -4,6 +4,7 @@
 
 #include "chimera/comm/mpi.hpp"
 #include "chimera/core/error.hpp"
+#include "device_group_setup.hpp"
 
 namespace chimera::runtime {
 
@@ -66,23 +67,18 @@ class DeviceSum final : public comm::AsyncSum {
 }  // namespace
 
 GradSums::GradSums(backend::Backend& backend, GradSumPath path, const comm::Communicators& comms,
-                   const comm::Topology& topo)
+                   const comm::Topology& topo, double watchdog_s)
     : backend_(backend), path_(path) {
   if (path_ != GradSumPath::Nccl) return;
-  auto join = [&](int key, MPI_Comm comm) {
-    if (comm == MPI_COMM_NULL) return;
-    int rank = 0, size = 0;
-    MPI_CHECK(MPI_Comm_rank(comm, &rank));
-    MPI_CHECK(MPI_Comm_size(comm, &size));
-    std::string id = rank == 0 ? backend_.new_device_group_id() : std::string();
-    auto bytes = static_cast<int>(id.size());
-    MPI_CHECK(MPI_Bcast(&bytes, 1, MPI_INT, 0, comm));
-    id.resize(static_cast<std::size_t>(bytes));
-    MPI_CHECK(MPI_Bcast(id.data(), bytes, MPI_CHAR, 0, comm));
-    groups_[key] = backend_.join_device_group(id, size, rank);
-  };
-  for (const int s : topo.held) join(s, comms.stage(s));  // topo.held is sorted
-  join(-1, comms.tied());
+  std::vector<std::pair<int, MPI_Comm>> group_comms;
+  for (const int s : topo.held) group_comms.emplace_back(s, comms.stage(s));  // topo.held is sorted
+  group_comms.emplace_back(-1, comms.tied());
+  groups_ = make_device_groups(comms.world(), group_comms,
+                               {[&] { return backend_.new_device_group_id(); },
+                                [&](const std::string& id, int size, int rank) {
+                                  return backend_.join_device_group(id, size, rank);
+                                }},
+                               watchdog_s);
 }
 
 GradSums::~GradSums() = default;

@@ -19,11 +19,11 @@ namespace chimera::runtime {
 
 class GradSums {
  public:
-  // Collective over every stage communicator this rank belongs to and the tied one: for Nccl,
-  // makes one NCCL group per communicator, in increasing stage order with the tied one last (the
-  // same order on every rank, so the blocking setup cannot deadlock).
+  // Collective over the world: for Nccl, makes one NCCL group per stage communicator of this rank
+  // and the tied one, in increasing stage order with the tied one last (the same order on every
+  // rank), agreed and bounded by `watchdog_s` (runtime.watchdog_s; device_group_setup.hpp).
   GradSums(backend::Backend& backend, GradSumPath path, const comm::Communicators& comms,
-           const comm::Topology& topo);
+           const comm::Topology& topo, double watchdog_s);
   ~GradSums();
   GradSums(const GradSums&) = delete;
   GradSums& operator=(const GradSums&) = delete;

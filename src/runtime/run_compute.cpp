@@ -84,10 +84,12 @@ class RealCompute final : public RunCompute {
     if (!backend_->host_memory()) {
       const GpuFacts facts = gather_gpu_facts(world, *backend_, plan_.schedule, plan_.program);
       comm::all_or_none(world, [&] {
-        paths_ = choose_gpu_paths(config.runtime.messages, config.runtime.allreduce, facts);
+        paths_ = choose_gpu_paths(config.runtime.messages, config.runtime.allreduce, facts,
+                                  config.runtime.device_mpi_with_nccl);
       });
       log::info("{}", paths_.reason);
-      grad_sums_ = std::make_unique<GradSums>(*backend_, paths_.sums, comms, plan_.topology);
+      grad_sums_ = std::make_unique<GradSums>(*backend_, paths_.sums, comms, plan_.topology,
+                                              config.runtime.watchdog_s);
     }
   }
 

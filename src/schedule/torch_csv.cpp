@@ -164,7 +164,8 @@ Schedule schedule_from_torch_csv(std::string_view text) {
     if (end == std::string_view::npos) break;
     text.remove_prefix(end + 1);
   }
-  while (!rows.empty() && trim(rows.back()).empty()) rows.pop_back();
+  // An empty line, trailing or not, is a rank with no actions: PyTorch's _load_csv reads it so
+  // (csv.reader yields [] for it), and a file PyTorch runs on R ranks must mean R ranks here too.
   if (rows.empty()) throw InputError("torch CSV: the file has no rows (one row per rank)");
   if (static_cast<int>(rows.size()) > kMaxRanks) {
     throw InputError(fmt::format("torch CSV: {} rows; at most {} ranks", rows.size(), kMaxRanks));

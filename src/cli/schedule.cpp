@@ -148,10 +148,9 @@ Run add_schedule_command(CLI::App& app) {
   auto& r = options->request;
   auto* scheme = sub->add_option(
       "--scheme", r.scheme,
-      "gpipe, 1f1b, gems, interleaved, chimera, zb-h1, zb-v or dualpipev (default chimera), "
-      "or file:PATH: "
-      "a schedule JSON (DESIGN §3) or a torch CSV (.csv), verified; -D and -N, if "
-      "given, must be the file's");
+      scheme_list() +
+          " (default chimera), or file:PATH: a schedule JSON (DESIGN §3) or a torch CSV (.csv), "
+          "verified; -D and -N, if given, must be the file's");
   auto* stages = sub->add_option("-D,--stages", r.stages,
                                  "D: pipeline stages = workers of one group (default 4)");
   auto* micro_batches = sub->add_option("-N,--micro-batches", r.micro_batches,

@@ -18,9 +18,9 @@ RunPlan RunPlan::make(const Config& config, int world_size, int rank) {
   req.scheme = par.scheme;
   req.stages = par.stages;
   req.micro_batches = par.micro_batches;
-  req.variant = par.scheme == "chimera" ? par.variant : "";
+  req.variant = par.variant;
   req.pipes = par.pipes;
-  req.virtual_stages = par.scheme == "interleaved" ? par.virtual_stages : 0;
+  req.virtual_stages = par.virtual_stages;
   req.max_in_flight = par.max_in_flight;
   p.schedule = schedule::make_schedule(req);
   p.program = schedule::lower(p.schedule);

@@ -45,11 +45,11 @@ GPT2Worker::GPT2Worker(backend::Backend& backend, const GPT2Config& config,
       recompute_(options.recompute),
       stage_ids_(std::move(stages)),
       pool_(std::make_unique<ActivationPool>(backend)) {
-  CHIMERA_REQUIRE(options.micro_batch_size >= 1,
-                  "parallel.micro_batch_size = {} must be at least 1", options.micro_batch_size);
+  // The run's settings were checked at setup (config_checks.hpp, RunPlan): these are contracts.
+  CHIMERA_CHECK(options.micro_batch_size >= 1,
+                "a stage micro-batch of {} samples: must be at least 1", options.micro_batch_size);
   config.require_seq_len(options.seq_len);
-  dims_ = Dims{options.micro_batch_size, options.seq_len,         config.n_embd, config.n_head,
-               config.vocab_size,        config.padded_vocab_size};
+  dims_ = Dims::of(config, options.micro_batch_size, options.seq_len);
 
   const int S = partition.num_stages();
   CHIMERA_CHECK(!stage_ids_.empty(), "a worker must hold at least one stage");

@@ -95,7 +95,7 @@ class RealCompute final : public RunCompute {
     const Config& config = plan_.config;
     worker_ = std::make_unique<model::GPT2Worker>(
         *backend_, plan_.model, plan_.partition, plan_.topology.held,
-        model::GPT2Worker::Options{plan_.schedule_mb_size, plan_.seq_len,
+        model::GPT2Worker::Options{static_cast<int>(plan_.stage_dims.B), plan_.seq_len,
                                    config.parallel.recompute});
     worker_->init_parameters(static_cast<std::uint64_t>(config.train.seed));
     staging_.emplace(*backend_, paths_.messages, worker_->message_floats());
@@ -117,15 +117,9 @@ class RealCompute final : public RunCompute {
   std::optional<Validation> validation_;
 };
 
-model::Dims dims_of(const RunPlan& plan) {
-  const auto& m = plan.model;
-  return model::Dims{plan.schedule_mb_size, plan.seq_len,       m.n_embd, m.n_head,
-                     m.vocab_size,          m.padded_vocab_size};
-}
-
-std::unique_ptr<EmulatedCompute> make_emulated(const RunPlan& plan) {
+std::unique_ptr<EmulatedStageCompute> make_emulated(const RunPlan& plan) {
   const model::ParameterLayout layout(plan.model, plan.partition);
-  const auto dims = dims_of(plan);
+  const model::Dims& dims = plan.stage_dims;
   const int last = plan.schedule.stages - 1;
   std::vector<EmulatedStage> held;
   for (const int s : plan.topology.held) {

@@ -30,18 +30,15 @@ RunPlan RunPlan::make(const Config& config, int world_size, int rank) {
   p.model.require_seq_len(p.seq_len);
   p.partition = model::make_partition(p.model, p.schedule.stages, par.partition, p.seq_len);
 
-  p.micro_batch_size = par.micro_batch_size;
-  CHIMERA_REQUIRE(p.micro_batch_size >= 1, "parallel.micro_batch_size = {}: must be at least 1",
-                  p.micro_batch_size);
-  CHIMERA_REQUIRE(p.micro_batch_size % p.schedule.mb_split == 0,
-                  "parallel.micro_batch_size = {} must be a multiple of {} for variant '{}' (each "
-                  "micro-batch is split into {} halves)",
-                  p.micro_batch_size, p.schedule.mb_split, p.schedule.variant, p.schedule.mb_split);
-  p.schedule_mb_size = p.micro_batch_size / p.schedule.mb_split;
+  CHIMERA_REQUIRE(par.micro_batch_size >= 1, "parallel.micro_batch_size = {}: must be at least 1",
+                  par.micro_batch_size);
+  const int slot_size = schedule::schedule_micro_batch_size(p.schedule, par.micro_batch_size,
+                                                            "parallel.micro_batch_size");
+  p.stage_dims = model::Dims::of(p.model, slot_size, p.seq_len);
 
   p.topology = comm::Topology::make(world_size, rank, p.schedule);
-  p.global_batch =
-      static_cast<std::int64_t>(p.topology.replicas) * par.micro_batches * p.micro_batch_size;
+  p.batch = data::BatchLayout{p.topology.replicas, p.schedule.configured_micro_batches(),
+                              par.micro_batch_size};
   CHIMERA_REQUIRE(config.train.steps >= 0, "train.steps = {}: must be >= 0", config.train.steps);
   CHIMERA_REQUIRE(config.log.every >= 1, "log.every = {}: must be at least 1", config.log.every);
   return p;

@@ -55,7 +55,7 @@ std::string header(const RunPlan& plan, std::size_t params, const std::string& c
       p.scheme + variant, t.world_size, t.replicas, t.workers,
       plan.schedule.stages != t.workers ? fmt::format(" ({} model stages)", plan.schedule.stages)
                                         : "",
-      p.micro_batches, plan.micro_batch_size, plan.seq_len, plan.global_batch,
+      plan.batch.micro_batches, plan.batch.micro_batch_size, plan.seq_len, plan.global_batch(),
       plan.tokens_per_step(), plan.model.n_layer, plan.model.n_embd, plan.model.n_head,
       plan.model.vocab_size, static_cast<double>(params) / 1e6, plan.schedule.stages,
       plan.partition.to_string(), compute);
@@ -319,7 +319,7 @@ void Trainer::Impl::run() {
       hang_hook.maybe_hang(rank, step + 1, false);
       const Stopwatch iter_clock;
       // Feed and execute.
-      const std::int64_t cursor = resume_cursor + (step - start_step) * plan.global_batch;
+      const std::int64_t cursor = resume_cursor + (step - start_step) * plan.global_batch();
       const auto& inputs = feed->load(cursor);
       StageCompute& stages = compute->stages();
       stages.zero_grad();
@@ -365,7 +365,7 @@ void Trainer::Impl::run() {
       const bool stop_here = request.stop_after > 0 && step + 1 - start_step >= request.stop_after;
       const bool last_save = s.stop() || stop_here || step + 1 == steps;
       if (checkpointing && checkpointing->due(step, last_save, verdict.skip)) {
-        io::CheckpointMeta meta{step + 1, config.train.seed, cursor + plan.global_batch,
+        io::CheckpointMeta meta{step + 1, config.train.seed, cursor + plan.global_batch(),
                                 config.to_toml()};
         meta.skipped_steps = guard.skipped_steps();
         checkpointing->save(compute->state(), meta, last_save);

@@ -33,7 +33,7 @@ Schedule from_file(const ScheduleRequest& r) {
   CHIMERA_REQUIRE(r.stages == 0 || r.stages == s.workers,
                   "schedule file '{}' has D = {} workers, the run has D = {}", path, s.workers,
                   r.stages);
-  const int N = s.micro_batches / s.mb_split;
+  const int N = s.configured_micro_batches();
   CHIMERA_REQUIRE(r.micro_batches == 0 || r.micro_batches == N,
                   "schedule file '{}' has N = {} micro-batches, the run has N = {}", path, N,
                   r.micro_batches);

@@ -12,6 +12,7 @@
 //                configured micro-batch is split in two (mb_split = 2), so micro_batches = 2N.
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace chimera::schedule {
@@ -35,12 +36,13 @@ struct Op {
 };
 
 struct Schedule {
-  std::string scheme;     // gpipe | 1f1b | gems | interleaved | chimera | zb-h1 | zb-v | dualpipev
-  std::string variant;    // chimera: direct | doubling | halving; "" otherwise
-  int workers = 0;        // D
-  int stages = 0;         // model stages (D, D*v for interleaved, 2D for the V's)
-  int micro_batches = 0;  // schedule micro-batch ids
-  int mb_split = 1;       // schedule micro-batches per configured micro-batch (halving: 2)
+  std::string scheme;   // gpipe | 1f1b | gems | interleaved | chimera | zb-h1 | zb-v | dualpipev
+  std::string variant;  // chimera: direct | doubling | halving; "" otherwise
+  int workers = 0;      // D
+  int stages = 0;       // model stages (D, D*v for interleaved, 2D for the V's)
+  // Schedule micro-batch ids: N x mb_split, not the configured N (configured_micro_batches()).
+  int micro_batches = 0;
+  int mb_split = 1;  // schedule micro-batches per configured micro-batch (halving: 2)
   // Evaluation: only forwards, in the training schedule's order (schedule::forward_only). No
   // backward is scheduled and no gradient is summed.
   bool forward_only = false;
@@ -49,7 +51,14 @@ struct Schedule {
   std::vector<std::vector<Op>> ops;         // [worker] -> ordered compute ops
 
   int pipes() const { return static_cast<int>(placement.size()); }
+  // N: the configured micro-batches (parallel.micro_batches), each mb_split schedule ones.
+  int configured_micro_batches() const { return micro_batches / mb_split; }
 };
+
+// Samples per schedule micro-batch for B = `micro_batch_size` samples per configured one:
+// B / mb_split. An InputError naming `what` (B's key or flag) where mb_split does not divide B.
+int schedule_micro_batch_size(const Schedule& schedule, int micro_batch_size,
+                              std::string_view what);
 
 // "F0d0", "F0+1u3", "B5d2", "I2d1": kind, micro-batches, pipe direction, stage (DESIGN §3 grid).
 // With an even number of pipes the first half are down pipes (d), the rest up pipes (u); a

@@ -11,8 +11,6 @@ RunPlan RunPlan::make(const Config& config, int world_size, int rank) {
   p.config = config;
   const auto& par = config.parallel;
   p.emulate = config.runtime.compute == ComputeMode::Emulate;
-  CHIMERA_REQUIRE(!p.emulate || !config.runtime.cost.empty(),
-                  "--compute emulate needs the op costs: --cost F:B (milliseconds), e.g. 10:20");
 
   schedule::ScheduleRequest req;
   req.scheme = par.scheme;
@@ -30,8 +28,6 @@ RunPlan RunPlan::make(const Config& config, int world_size, int rank) {
   p.model.require_seq_len(p.seq_len);
   p.partition = model::make_partition(p.model, p.schedule.stages, par.partition, p.seq_len);
 
-  CHIMERA_REQUIRE(par.micro_batch_size >= 1, "parallel.micro_batch_size = {}: must be at least 1",
-                  par.micro_batch_size);
   const int slot_size = schedule::schedule_micro_batch_size(p.schedule, par.micro_batch_size,
                                                             "parallel.micro_batch_size");
   p.stage_dims = model::Dims::of(p.model, slot_size, p.seq_len);
@@ -39,8 +35,6 @@ RunPlan RunPlan::make(const Config& config, int world_size, int rank) {
   p.topology = comm::Topology::make(world_size, rank, p.schedule);
   p.batch = data::BatchLayout{p.topology.replicas, p.schedule.configured_micro_batches(),
                               par.micro_batch_size};
-  CHIMERA_REQUIRE(config.train.steps >= 0, "train.steps = {}: must be >= 0", config.train.steps);
-  CHIMERA_REQUIRE(config.log.every >= 1, "log.every = {}: must be at least 1", config.log.every);
   return p;
 }
 

@@ -25,7 +25,7 @@ MpiTransport::MpiTransport(const schedule::Schedule& sched, const Topology& topo
   int flag = 0;
   MPI_CHECK(MPI_Comm_get_attr(comms.pipeline(), MPI_TAG_UB, &value, &flag));
   const int tag_ub = flag != 0 ? *static_cast<int*>(value) : 32767;
-  const long long max_tag = 2LL * sched.stages * sched.micro_batches - 1;
+  const std::int64_t max_tag = schedule::message_key_count(sched) - 1;
   CHIMERA_REQUIRE(max_tag <= tag_ub,
                   "this MPI allows message tags up to {}, but {} stages x {} micro-batches need "
                   "{}: use fewer micro-batches per iteration",
@@ -33,7 +33,7 @@ MpiTransport::MpiTransport(const schedule::Schedule& sched, const Topology& topo
 }
 
 int MpiTransport::tag(const Message& m) const {
-  return (m.stage * 2 + (m.payload == Payload::Gradient ? 1 : 0)) * micro_batches_ + m.mb;
+  return m.key().index(micro_batches_);
 }
 
 Transport::Request MpiTransport::add(MPI_Request request, int peer, bool send) {

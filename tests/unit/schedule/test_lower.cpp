@@ -191,6 +191,27 @@ TEST(Lower, MessagesAndGradReadyWhereLowerHppSays) {
   for (const Schedule& s : sample_schedules()) expect_placement_rules(s, lower(s));
 }
 
+// One key per message: its index (the MPI tag, the executor's mailbox slot) is below
+// message_key_count and tells every message of an iteration apart, the pipe left out.
+TEST(Lower, MessageKeysAreDistinctAndBounded) {
+  for (const Schedule& s : sample_schedules()) {
+    const Program p = lower(s);
+    std::set<int> indices;
+    std::set<MessageKey> keys;
+    for (const auto& code : p.workers) {
+      for (const Instr& in : code) {
+        if (in.kind != InstrKind::Send) continue;
+        const int index = in.msg.key().index(s.micro_batches);
+        EXPECT_GE(index, 0);
+        EXPECT_LT(index, message_key_count(s));
+        EXPECT_TRUE(indices.insert(index).second) << s.scheme << " " << s.variant;
+        keys.insert(in.msg.key());
+      }
+    }
+    EXPECT_EQ(keys.size(), indices.size()) << s.scheme;
+  }
+}
+
 TEST(Lower, ProgramsRunToCompletion) {
   for (const Schedule& s : sample_schedules()) EXPECT_TRUE(runs_to_completion(lower(s))) << name(s);
 }

@@ -114,8 +114,7 @@ void MpiTransport::wait(Request r, const WaitLabel& label) {
 
 int MpiTransport::add_sum(const GradBuffer& g) {
   const MPI_Comm comm = g.stage >= 0 ? comms_.stage(g.stage) : comms_.tied();
-  auto sum = make_sum_ && comm != MPI_COMM_NULL ? make_sum_(g, comm) : nullptr;
-  return sum ? sums_.add(g.name, std::move(sum)) : sums_.add(g.name, g.data, g.count, comm);
+  return sums_.add(g, comm, make_sum_);
 }
 
 void MpiTransport::start_sum(int key) {
@@ -131,9 +130,7 @@ void MpiTransport::wait_sums(const WaitLabel& context) {
 }
 
 std::vector<SumTiming> MpiTransport::sum_timings() const {
-  std::vector<SumTiming> out;
-  for (const auto& t : sums_.timings()) out.push_back({t.name, t.start_s, t.done_s});
-  return out;
+  return sums_.timings();
 }
 
 std::string MpiTransport::peer_name(int worker) const {

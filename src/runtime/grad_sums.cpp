@@ -10,7 +10,7 @@ namespace chimera::runtime {
 namespace {
 
 // MPI_Iallreduce on a page-locked host copy: the copy down when the gradient is ready (the
-// backend's work on it has finished by then: ModelCompute waits for every op), the copy back
+// backend's work on it has finished by then: RealStageCompute waits for every op), the copy back
 // when the sum has arrived.
 class HostStagedSum final : public comm::StageSum {
  public:

@@ -104,11 +104,12 @@ int run_schedule(const ScheduleOptions& o, bool stages_given, bool micro_batches
         o.semantics == "eager" ? schedule::Semantics::Eager : schedule::Semantics::Rendezvous;
     const schedule::VerifyResult r = schedule::check(s, sem);
     if (!r.ok) throw InputError(fmt::format("{} schedule: {}", s.scheme, r.problem));
-    std::fputs(fmt::format("ok: the {} schedule (D={}, N={}) is complete and deadlock-free with "
-                           "{} sends\n",
-                           s.scheme, s.workers, s.micro_batches, schedule::semantics_name(sem))
-                   .c_str(),
-               stdout);
+    std::fputs(
+        fmt::format("ok: the {} schedule (D={}, N={}) is complete and deadlock-free with "
+                    "{} sends\n",
+                    s.scheme, s.workers, s.schedule_micro_batches, schedule::semantics_name(sem))
+            .c_str(),
+        stdout);
     return 0;
   }
   if (o.format == "torch-csv") {

@@ -12,7 +12,7 @@ using schedule::Payload;
 MpiTransport::MpiTransport(const schedule::Schedule& sched, const Topology& topo,
                            const Communicators& comms, WaitPolicy policy,
                            std::size_t message_floats, SumFactory make_sum)
-    : micro_batches_(sched.micro_batches),
+    : micro_batches_(sched.schedule_micro_batches),
       topo_(topo),
       comms_(comms),
       policy_(policy),
@@ -29,7 +29,7 @@ MpiTransport::MpiTransport(const schedule::Schedule& sched, const Topology& topo
   CHIMERA_REQUIRE(max_tag <= tag_ub,
                   "this MPI allows message tags up to {}, but {} stages x {} micro-batches need "
                   "{}: use fewer micro-batches per iteration",
-                  tag_ub, sched.stages, sched.micro_batches, max_tag);
+                  tag_ub, sched.stages, sched.schedule_micro_batches, max_tag);
 }
 
 int MpiTransport::tag(const Message& m) const {

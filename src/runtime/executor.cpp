@@ -68,7 +68,7 @@ struct Executor::Impl {
   Impl(const Impl&) = delete;
   Impl& operator=(const Impl&) = delete;
 
-  int key(const MessageKey& k) const { return k.index(sched.micro_batches); }
+  int key(const MessageKey& k) const { return k.index(sched.schedule_micro_batches); }
 
   float* get_buffer() {
     if (free_buffers.empty()) {

@@ -39,7 +39,7 @@ RunPlan RunPlan::make(const Config& config, int world_size, int rank) {
 }
 
 float RunPlan::loss_scale() const {
-  return 1.0F / static_cast<float>(topology.replicas * schedule.micro_batches);
+  return 1.0F / static_cast<float>(topology.replicas * schedule.schedule_micro_batches);
 }
 
 }  // namespace chimera::runtime

@@ -7,7 +7,7 @@ int MessageKey::index(int micro_batches) const {
 }
 
 std::int64_t message_key_count(const Schedule& schedule) {
-  return 2LL * schedule.stages * schedule.micro_batches;
+  return 2LL * schedule.stages * schedule.schedule_micro_batches;
 }
 
 const char* instr_name(InstrKind kind) {

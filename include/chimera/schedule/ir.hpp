@@ -8,8 +8,8 @@
 //                All pipes cover every model stage 0..stages-1 in order.
 //   pipe         a pipeline: placement[pipe][stage] names the worker that runs that stage for
 //                the micro-batches of that pipe. Chimera has 2f pipes (f down, f up).
-//   micro-batch  0..micro_batches-1, the ids the schedule orders. For backward halving each
-//                configured micro-batch is split in two (mb_split = 2), so micro_batches = 2N.
+//   micro-batch  0..schedule_micro_batches-1, the ids the schedule orders. For backward halving
+//                each configured micro-batch is split in two (mb_split = 2), so there are 2N.
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -41,7 +41,8 @@ struct Schedule {
   int workers = 0;      // D
   int stages = 0;       // model stages (D, D*v for interleaved, 2D for the V's)
   // Schedule micro-batch ids: N x mb_split, not the configured N (configured_micro_batches()).
-  int micro_batches = 0;
+  // JSON and the docs call it "micro_batches" (DESIGN §3).
+  int schedule_micro_batches = 0;
   int mb_split = 1;  // schedule micro-batches per configured micro-batch (halving: 2)
   // Evaluation: only forwards, in the training schedule's order (schedule::forward_only). No
   // backward is scheduled and no gradient is summed.
@@ -52,7 +53,7 @@ struct Schedule {
 
   int pipes() const { return static_cast<int>(placement.size()); }
   // N: the configured micro-batches (parallel.micro_batches), each mb_split schedule ones.
-  int configured_micro_batches() const { return micro_batches / mb_split; }
+  int configured_micro_batches() const { return schedule_micro_batches / mb_split; }
 };
 
 // Samples per schedule micro-batch for B = `micro_batch_size` samples per configured one:

@@ -24,8 +24,9 @@ struct RunPlan {
   comm::Topology topology;
   bool emulate = false;
   int seq_len = 0;  // T
-  // The configured batch, W replicas x N micro-batches x B samples: what the sampler reads. The
-  // schedule runs N x mb_split micro-batches (schedule.schedule_micro_batches) of B / mb_split samples.
+  // The configured batch, W replicas x N micro-batches x B samples: what the sampler reads.
+  // The schedule runs N x mb_split micro-batches (schedule.schedule_micro_batches) of
+  // B / mb_split samples.
   data::BatchLayout batch;
   // One schedule micro-batch through a stage (B / mb_split samples of T tokens), built once.
   model::Dims stage_dims;

@@ -196,7 +196,7 @@ Schedule schedule_from_torch_csv(std::string_view text) {
               where, a.stage, rank, r));
         }
         rank = r;
-        s.micro_batches = std::max(s.micro_batches, a.mb + 1);
+        s.schedule_micro_batches = std::max(s.schedule_micro_batches, a.mb + 1);
         backward = backward || a.kind != OpKind::F;
         s.ops[static_cast<std::size_t>(r)].push_back(Op{a.kind, 0, a.stage, {a.mb}});
       }
@@ -214,7 +214,7 @@ Schedule schedule_from_torch_csv(std::string_view text) {
     }
   }
   s.placement = {rank_of};
-  s.pipe_of.assign(static_cast<std::size_t>(s.micro_batches), 0);
+  s.pipe_of.assign(static_cast<std::size_t>(s.schedule_micro_batches), 0);
   s.forward_only = !backward;
   return s;
 }

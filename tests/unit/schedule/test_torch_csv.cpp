@@ -41,7 +41,7 @@ TEST(TorchCsv, DoubledForwardBecomesTwoActions) {
   s.scheme = "hand";
   s.workers = 1;
   s.stages = 1;
-  s.micro_batches = 2;
+  s.schedule_micro_batches = 2;
   s.placement = {{0}};
   s.pipe_of = {0, 0};
   s.ops = {{{OpKind::F, 0, 0, {0, 1}}, {OpKind::B, 0, 0, {1}}, {OpKind::B, 0, 0, {0}}}};
@@ -74,7 +74,7 @@ TEST(TorchCsv, RoundTripsEverySinglePlacementScheme) {
     EXPECT_EQ(back.variant, "");
     EXPECT_EQ(back.workers, s.workers);
     EXPECT_EQ(back.stages, s.stages);
-    EXPECT_EQ(back.micro_batches, s.micro_batches);
+    EXPECT_EQ(back.schedule_micro_batches, s.schedule_micro_batches);
     EXPECT_EQ(back.placement, s.placement);
     EXPECT_EQ(back.pipe_of, s.pipe_of);
     EXPECT_EQ(back.ops, s.ops);
@@ -108,7 +108,7 @@ TEST(TorchCsv, ReadsBubblesCrlfOverlapAndVShapes) {
   EXPECT_TRUE(check(s).ok) << check(s).problem;
   EXPECT_EQ(s.workers, 2);
   EXPECT_EQ(s.stages, 4);
-  EXPECT_EQ(s.micro_batches, 2);
+  EXPECT_EQ(s.schedule_micro_batches, 2);
   EXPECT_EQ(s.placement, (std::vector<std::vector<int>>{{0, 1, 1, 0}}));
   EXPECT_EQ(s.pipe_of, (std::vector<int>{0, 0}));
   ASSERT_EQ(s.ops[0].size(), 8U);

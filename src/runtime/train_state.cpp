@@ -2,9 +2,11 @@
 
 #include <cmath>
 
+#include "chimera/comm/agreement.hpp"
 #include "chimera/comm/mpi.hpp"
 #include "chimera/io/init_weights.hpp"
 #include "chimera/optim/clip.hpp"
+#include "read_once.hpp"
 
 namespace chimera::runtime {
 
@@ -131,30 +133,57 @@ std::string TrainState::save(const io::CheckpointDirectory& dir, const io::Check
   return dir.save(comms_.pipeline(), tensors, meta);
 }
 
-io::CheckpointMeta TrainState::resume(const std::string& path) {
-  const io::CheckpointReader reader(path);
-  const auto meta = reader.meta();
-  reader.expect(specs(true));
-  read_weights(reader, worker_);
-  for (const auto* t : worker_.tensors()) {
-    std::vector<float> host(t->numel);
-    auto& m = *moments_.at(t->stage);
-    reader.read(io::exp_avg_name(t->name), host);
-    worker_.write_tensor(*t, m.m.f32(), host);
-    reader.read(io::exp_avg_sq_name(t->name), host);
-    worker_.write_tensor(*t, m.v.f32(), host);
-  }
-  return meta;
+// Each held tensor comes from its owner's single read of the file (ReadOnceLoader); rank 0
+// alone checks the file against the model before any value is read.
+void TrainState::resume(const std::string& path) {
+  ReadOnceLoader loader(plan_.topology, comms_);
+  comm::all_or_none(comms_.world(), [&] {
+    loader.open(path);
+    if (plan_.topology.rank == 0) loader.reader()->expect(specs(true));
+  });
+  comm::all_or_none(comms_.world(), [&] {
+    for (const auto* t : worker_.tensors()) {
+      std::vector<float> host(t->numel);
+      auto& m = *moments_.at(t->stage);
+      loader.fetch(*t, t->name, host);
+      worker_.write_tensor(*t, worker_.params_of(*t), host);
+      loader.fetch(*t, io::exp_avg_name(t->name), host);
+      worker_.write_tensor(*t, m.m.f32(), host);
+      loader.fetch(*t, io::exp_avg_sq_name(t->name), host);
+      worker_.write_tensor(*t, m.v.f32(), host);
+    }
+    loader.finish();
+  });
+  last_load_bytes_ = loader.total_bytes_read();
 }
 
 std::string TrainState::init(const std::string& path) {
-  const io::CheckpointReader reader(path);
-  const io::InitWeights init = io::match_init_weights(reader, specs(false));
-  for (const auto* t : worker_.tensors()) {
-    std::vector<float> host(t->numel);
-    reader.read(init.file_name.at(t->name), host);
-    worker_.write_tensor(*t, worker_.params_of(*t), host);
+  ReadOnceLoader loader(plan_.topology, comms_);
+  io::InitWeights init;
+  // Rank 0 matches the file's names to the model's; the readers get the names they read.
+  comm::all_or_none(comms_.world(), [&] {
+    loader.open(path);
+    if (plan_.topology.rank == 0) init = io::match_init_weights(*loader.reader(), specs(false));
+  });
+  std::string names;
+  for (const auto& [model_name, file_name] : init.file_name)
+    names += model_name + '\n' + file_name + '\n';
+  names = comm::broadcast(comms_.world(), names, 0);
+  init.conversions = comm::broadcast(comms_.world(), init.conversions, 0);
+  for (std::size_t at = 0; at < names.size();) {
+    const std::size_t a = names.find('\n', at), b = names.find('\n', a + 1);
+    init.file_name[names.substr(at, a - at)] = names.substr(a + 1, b - a - 1);
+    at = b + 1;
   }
+  comm::all_or_none(comms_.world(), [&] {
+    for (const auto* t : worker_.tensors()) {
+      std::vector<float> host(t->numel);
+      loader.fetch(*t, init.file_name.at(t->name), host);
+      worker_.write_tensor(*t, worker_.params_of(*t), host);
+    }
+    loader.finish();
+  });
+  last_load_bytes_ = loader.total_bytes_read();
   return init.conversions;
 }
 

@@ -32,6 +32,7 @@
 #include "hang_hook.hpp"
 #include "host_memory.hpp"
 #include "nonfinite_guard.hpp"
+#include "read_once.hpp"
 #include "run_compute.hpp"
 #include "step_report.hpp"
 #include "stop_signals.hpp"
@@ -212,15 +213,17 @@ void Trainer::Impl::load_start_state() {
   if (!request.init.empty()) {
     std::string conversions;
     comm::all_or_none(world, [&] {
+      if (rank != 0) return;
       const io::CheckpointReader reader(request.init);
       if (reader.is_chimera_checkpoint()) {
         require_same_model(request.init, reader.meta().config, config,
                            "start with the checkpoint's [model] settings");
       }
-      conversions = compute->state().init(request.init);
     });
-    log::info("initialised weights from {}{}", request.init,
-              conversions.empty() ? "" : " (" + conversions + ")");
+    conversions = compute->state().init(request.init);
+    log::info("initialised weights from {}{}{}", request.init,
+              conversions.empty() ? "" : " (" + conversions + ")",
+              describe_load(request.init, compute->state().last_load_bytes()));
     return;
   }
   if (!request.resume) return;
@@ -234,7 +237,7 @@ void Trainer::Impl::load_start_state() {
   for (const auto& path : candidates) {
     io::CheckpointMeta meta;
     try {
-      comm::all_or_none(world, [&] { meta = io::CheckpointReader(path).meta(); });
+      meta = read_meta_once(world, path);
     } catch (const comm::AgreedError& e) {
       log::warn_once("cannot resume from {}: {}; trying the checkpoint before it", path, e.what());
       unusable.push_back(path);
@@ -243,7 +246,7 @@ void Trainer::Impl::load_start_state() {
     // A different model is the user's mistake, not damage: no fallback hides it.
     comm::all_or_none(world, [&] { check_resumable(path, meta); });
     try {
-      comm::all_or_none(world, [&] { compute->state().resume(path); });
+      compute->state().resume(path);
     } catch (const comm::AgreedError& e) {
       if (e.status() != kExitInput) throw;
       log::warn_once("cannot resume from {}: {}; trying the checkpoint before it", path, e.what());
@@ -253,11 +256,12 @@ void Trainer::Impl::load_start_state() {
     start_step = meta.step;
     resume_cursor = meta.data_cursor;
     skipped_steps = meta.skipped_steps;
+    const std::string read = describe_load(path, compute->state().last_load_bytes());
     if (unusable.empty()) {
-      log::info("resumed from {} at step {}", path, start_step);
+      log::info("resumed from {} at step {}{}", path, start_step, read);
     } else {
-      log::info("resumed from {} at step {}, the newest checkpoint that loads (not: {})", path,
-                start_step, fmt::join(unusable, ", "));
+      log::info("resumed from {} at step {}{}, the newest checkpoint that loads (not: {})", path,
+                start_step, read, fmt::join(unusable, ", "));
     }
     return;
   }

@@ -139,6 +139,8 @@ class CheckpointReader {
   void read(const std::string& name, std::span<float> out) const;
   void read_rows(const std::string& name, std::int64_t row_begin, std::int64_t rows,
                  std::span<float> out) const;
+  // The stored bytes of the tensor values read so far (metadata not counted).
+  std::int64_t tensor_bytes_read() const;
 
  private:
   struct Impl;

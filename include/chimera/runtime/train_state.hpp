@@ -3,6 +3,7 @@
 // moments laid out like them, the global-norm clip, and checkpoints. Checkpoints hold every
 // tensor once, by Hugging Face name, whatever D and W: each tensor is written by its owner
 // (replica 0, the lowest worker holding its stage) and read by every rank that holds it.
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <optional>
@@ -40,11 +41,15 @@ class TrainState {
   // checkpoint of the current state into `dir`. Returns the file's path ("" off replica 0).
   std::string save(const io::CheckpointDirectory& dir, const io::CheckpointMeta& meta);
   // --resume: loads the weights and AdamW moments of the held tensors from a Chimera checkpoint
-  // of this model. Returns the file's metadata.
-  io::CheckpointMeta resume(const std::string& path);
+  // of this model (its metadata: read_meta_once). Collective over the world: each tensor is read
+  // once per job, by its owner, and broadcast to its other holders (AgreedError on failure).
+  void resume(const std::string& path);
   // --init: loads the held weights from a Chimera checkpoint or any file of GPT-2 tensors
-  // (io::match_init_weights). Returns what was converted to float32 ("" when nothing).
+  // (io::match_init_weights), read once per job as by resume(). Returns what was converted to
+  // float32 ("" when nothing).
   std::string init(const std::string& path);
+  // The stored bytes of tensor values the last resume() or init() read, summed over ranks.
+  std::int64_t last_load_bytes() const { return last_load_bytes_; }
 
   // A held tensor (or AdamW moment, optim/exp_avg[_sq]/<name>) in Hugging Face layout; nullopt
   // when this worker holds no copy.
@@ -62,6 +67,7 @@ class TrainState {
   std::map<int, std::unique_ptr<optim::AdamWMoments>> moments_;
   std::map<int, std::vector<optim::ParamRange>> ranges_;
   std::map<int, double> local_squares_;  // the last local_grad_squares(), per buffer key
+  std::int64_t last_load_bytes_ = 0;
 };
 
 }  // namespace chimera::runtime

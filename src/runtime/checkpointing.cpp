@@ -6,6 +6,7 @@
 
 #include "chimera/comm/agreement.hpp"
 #include "chimera/comm/deadline.hpp"
+#include "chimera/core/error.hpp"
 #include "chimera/core/log.hpp"
 
 namespace chimera::runtime {
@@ -17,6 +18,15 @@ Checkpointing::Checkpointing(const Config& config, MPI_Comm world, int rank,
       rank_(rank),
       hang_hook_(hang_hook),
       directory_(config.checkpoint.dir, config.checkpoint.keep) {}
+
+void Checkpointing::claim_directory() {
+  const std::string unwritable = directory_.prepare();
+  CHIMERA_REQUIRE(unwritable.empty(), "{}", unwritable);
+  lock_ = std::make_unique<io::DirectoryLock>(directory_.dir());
+  if (!lock_->taken_over().empty())
+    log::warn("{}: taking over the lock of a run that has ended: {}", directory_.dir(),
+              lock_->taken_over());
+}
 
 bool Checkpointing::due(std::int64_t step, bool last, bool skipped) const {
   const int every = config_.checkpoint.every;

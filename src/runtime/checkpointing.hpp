@@ -4,9 +4,11 @@
 #include <mpi.h>
 
 #include <cstdint>
+#include <memory>
 
 #include "chimera/core/config.hpp"
 #include "chimera/io/checkpoint.hpp"
+#include "chimera/io/directory_lock.hpp"
 #include "chimera/runtime/train_state.hpp"
 #include "hang_hook.hpp"
 
@@ -17,6 +19,11 @@ class Checkpointing {
   Checkpointing(const Config& config, MPI_Comm world, int rank, const HangHook& hang_hook);
 
   io::CheckpointDirectory& directory() { return directory_; }
+
+  // Rank 0, at setup: creates the directory, checks that it is writable, and takes its lock for
+  // the run's lifetime (io::DirectoryLock: one job per checkpoint directory). InputError naming
+  // the problem, or the live holder of the lock.
+  void claim_directory();
 
   // Whether step `step` (0-based) is saved: the last of this invocation always; otherwise every
   // checkpoint.every steps, except a skipped step, which changed nothing: a periodic save of it
@@ -35,6 +42,7 @@ class Checkpointing {
   int rank_;
   const HangHook& hang_hook_;
   io::CheckpointDirectory directory_;
+  std::unique_ptr<io::DirectoryLock> lock_;  // rank 0's
 };
 
 }  // namespace chimera::runtime

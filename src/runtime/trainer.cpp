@@ -180,10 +180,7 @@ Trainer::Impl::Impl(const TrainRequest& req, MPI_Comm w) : request(req), world(w
     feed.emplace(plan);
     if (!config.checkpoint.dir.empty()) checkpointing.emplace(config, world, rank, hang_hook);
     if (rank != 0) return;
-    if (checkpointing) {
-      const std::string unwritable = checkpointing->directory().prepare();
-      CHIMERA_REQUIRE(unwritable.empty(), "{}", unwritable);
-    }
+    if (checkpointing) checkpointing->claim_directory();
     if (!config.log.metrics.empty()) io::require_writable(config.log.metrics, "--metrics");
     if (!config.log.trace.empty()) io::require_writable(config.log.trace, "--trace");
   });

@@ -98,39 +98,47 @@ std::vector<io::TensorSpec> TrainState::specs(bool with_moments) const {
   return out;
 }
 
-std::string TrainState::save(const io::CheckpointDirectory& dir, const io::CheckpointMeta& meta) {
+CheckpointSnapshot TrainState::snapshot() const {
+  CheckpointSnapshot out;
   const auto& topo = plan_.topology;
-  if (topo.replica != 0) return {};
+  if (topo.replica != 0) return out;
   const auto all = worker_.layout().all();
   // Host copies (Hugging Face layout) of the tensors this rank owns: weights, then moments.
-  std::vector<std::vector<float>> host;
-  host.reserve(all.size() * 3);
-  std::vector<io::TensorData> tensors;
-  tensors.reserve(all.size() * 3);
+  out.host.reserve(all.size() * 3);
+  out.tensors.reserve(all.size() * 3);
   auto add = [&](const model::TensorInfo& t, std::string name, const float* buffer) {
     std::span<const float> data;
     if (buffer != nullptr) {
-      host.emplace_back(t.numel);
-      worker_.read_tensor(t, buffer, host.back());
-      data = host.back();
+      out.host.emplace_back(t.numel);
+      worker_.read_tensor(t, buffer, out.host.back());
+      data = out.host.back();
     }
-    tensors.push_back(io::TensorData{io::TensorSpec{std::move(name), t.shape}, data});
+    out.tensors.push_back(io::TensorData{io::TensorSpec{std::move(name), t.shape}, data});
   };
-  auto key_of = [](const model::TensorInfo& t) { return t.stage; };
   for (const auto* t : all) {
     const bool mine = owns_tensor(topo, *t);
     add(*t, t->name, mine ? worker_.params_of(*t) : nullptr);
   }
   for (const auto* t : all) {
-    const bool mine = owns_tensor(topo, *t);
-    const auto* m = mine ? moments_.at(key_of(*t)).get() : nullptr;
+    const auto* m = owns_tensor(topo, *t) ? moments_.at(t->stage).get() : nullptr;
     add(*t, io::exp_avg_name(t->name), m != nullptr ? m->m.f32() : nullptr);
     add(*t, io::exp_avg_sq_name(t->name), m != nullptr ? m->v.f32() : nullptr);
   }
   // Tensors must be listed in the same order on every rank: weights, then (exp_avg, exp_avg_sq)
-  // per tensor, which the loops above keep. Every owner is in replica 0, so only its pipeline
-  // group writes: D ranks, however many replicas hold the same weights.
-  return dir.save(comms_.pipeline(), tensors, meta);
+  // per tensor, which the loops above keep.
+  return out;
+}
+
+MPI_Comm TrainState::save_comm() const {
+  // Every owner is in replica 0, so only its pipeline group writes: D ranks, however many
+  // replicas hold the same weights.
+  return plan_.topology.replica == 0 ? comms_.pipeline() : MPI_COMM_NULL;
+}
+
+std::string TrainState::save(const io::CheckpointDirectory& dir, const io::CheckpointMeta& meta) {
+  if (save_comm() == MPI_COMM_NULL) return {};
+  const CheckpointSnapshot s = snapshot();
+  return dir.save(save_comm(), s.tensors, meta);
 }
 
 // Each held tensor comes from its owner's single read of the file (ReadOnceLoader); rank 0

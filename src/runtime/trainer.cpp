@@ -257,8 +257,8 @@ void Trainer::Impl::load_start_state() {
     if (unusable.empty()) {
       log::info("resumed from {} at step {}{}", path, start_step, read);
     } else {
-      log::info("resumed from {} at step {}{}, the newest checkpoint that loads (not: {})", path,
-                start_step, read, fmt::join(unusable, ", "));
+      log::info("resumed from {} at step {}, the newest checkpoint that loads (not: {}){}", path,
+                start_step, fmt::join(unusable, ", "), read);
     }
     return;
   }
@@ -365,6 +365,7 @@ void Trainer::Impl::run() {
       // Checkpoint and signals.
       const bool stop_here = request.stop_after > 0 && step + 1 - start_step >= request.stop_after;
       const bool last_save = s.stop() || stop_here || step + 1 == steps;
+      if (checkpointing) checkpointing->poll();  // a background save that has been written
       if (checkpointing && checkpointing->due(step, last_save, verdict.skip)) {
         io::CheckpointMeta meta{step + 1, config.train.seed, cursor + plan.global_batch,
                                 config.to_toml()};
@@ -385,6 +386,7 @@ void Trainer::Impl::run() {
     throw;  // every rank leaves together (a failed save), with one message
   } catch (const DivergedError& e) {
     // Every rank reached the same verdict in the same step: leave together, without an abort.
+    if (checkpointing) checkpointing->finish_save_in_flight();  // of a good step
     throw comm::AgreedError(e.what(), exit_status(e), rank);
   } catch (const std::exception& e) {
     // Other ranks may be inside a collective or waiting for this rank's messages: end them all.

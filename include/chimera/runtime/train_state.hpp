@@ -23,6 +23,13 @@ namespace chimera::runtime {
 // model (CheckpointReader::expect).
 void read_weights(const io::CheckpointReader& reader, model::GPT2Worker& worker);
 
+// Host copies of the tensors one rank writes to a checkpoint, in the writer's list (every tensor
+// named, the data of the owned ones): the state a save writes while training goes on.
+struct CheckpointSnapshot {
+  std::vector<std::vector<float>> host;
+  std::vector<io::TensorData> tensors;  // spans into `host`, which a move keeps valid
+};
+
 class TrainState {
  public:
   TrainState(const RunPlan& plan, backend::Backend& backend, model::GPT2Worker& worker,
@@ -40,6 +47,11 @@ class TrainState {
   // Collective over replica 0's pipeline group (the other replicas return at once): writes a
   // checkpoint of the current state into `dir`. Returns the file's path ("" off replica 0).
   std::string save(const io::CheckpointDirectory& dir, const io::CheckpointMeta& meta);
+  // The communicator checkpoints are written over (replica 0's pipeline group; MPI_COMM_NULL on
+  // the other replicas), and this rank's part of a checkpoint of the current state (empty off
+  // replica 0).
+  MPI_Comm save_comm() const;
+  CheckpointSnapshot snapshot() const;
   // --resume: loads the weights and AdamW moments of the held tensors from a Chimera checkpoint
   // of this model (its metadata: read_meta_once). Collective over the world: each tensor is read
   // once per job, by its owner, and broadcast to its other holders (AgreedError on failure).

@@ -13,6 +13,8 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <sstream>
@@ -131,6 +133,13 @@ struct DirectoryLock::Heartbeat {
   }
 };
 
+struct DirectoryLock::Held {
+  std::string path;
+  int fd = -1;
+  std::unique_ptr<Heartbeat> heartbeat;
+  ~Held();  // removes the record and releases the lock
+};
+
 std::string DirectoryLock::path_in(const std::string& dir) {
   return (std::filesystem::path(dir) / kLockName).string();
 }
@@ -151,37 +160,42 @@ std::string stale_lock_reason(const LockHolder& holder, const LockHolder& me, Fl
   return fmt::format("no heartbeat for {} s", std::chrono::seconds(DirectoryLock::kWatch).count());
 }
 
-DirectoryLock::DirectoryLock(const std::string& dir) : path_(path_in(dir)) {
+// Takes the lock of `dir` for this process (the rules above); `taken_over` says whose stale lock
+// it replaced.
+std::shared_ptr<DirectoryLock::Held> DirectoryLock::acquire(const std::string& dir,
+                                                            std::string& taken_over) {
+  auto h = std::make_shared<Held>();
+  h->path = path_in(dir);
   const LockHolder me = LockHolder::current();
   Flock flock = Flock::Unsupported;
   // A holder that ends unlinks the file before closing it: a lock taken on an unlinked file is
   // no lock, so open again until the file locked is the one the path names.
   for (;;) {
-    fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    CHIMERA_REQUIRE(fd_ >= 0, "{}: cannot open the checkpoint directory's lock: {}", path_,
+    h->fd = ::open(h->path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    CHIMERA_REQUIRE(h->fd >= 0, "{}: cannot open the checkpoint directory's lock: {}", h->path,
                     std::strerror(errno));
-    flock = try_flock(fd_);
+    flock = try_flock(h->fd);
     struct stat opened {
     }, named{};
-    if (::fstat(fd_, &opened) == 0 && ::stat(path_.c_str(), &named) == 0 &&
+    if (::fstat(h->fd, &opened) == 0 && ::stat(h->path.c_str(), &named) == 0 &&
         opened.st_ino == named.st_ino && opened.st_dev == named.st_dev)
       break;
-    ::close(fd_);
+    ::close(h->fd);
   }
   const auto refuse = [&](const std::string& message) {
-    ::close(fd_);
-    fd_ = -1;
+    ::close(h->fd);
+    h->fd = -1;
     throw InputError(message);
   };
-  const std::string line = read_record(path_);
+  const std::string line = read_record(h->path);
   if (!line.empty()) {
     const LockHolder holder = LockHolder::parse(line);
     const auto heartbeat_seen = [&] {
-      const auto first = mtime(path_);
+      const auto first = mtime(h->path);
       const auto until = std::chrono::steady_clock::now() + kWatch;
       while (std::chrono::steady_clock::now() < until) {
         std::this_thread::sleep_for(std::chrono::milliseconds(250));
-        if (!same_time(first, mtime(path_))) return true;
+        if (!same_time(first, mtime(h->path))) return true;
       }
       return false;
     };
@@ -191,7 +205,7 @@ DirectoryLock::DirectoryLock(const std::string& dir) : path_(path_in(dir)) {
           fmt::format("{} is in use by another run: {}; one job per checkpoint directory (wait "
                       "for it to end, or give this run another --save-dir)",
                       dir, holder.describe()));
-    taken_over_ = fmt::format("{} ({})", holder.describe(), stale);
+    taken_over = fmt::format("{} ({})", holder.describe(), stale);
   } else if (flock == Flock::Held) {
     // A holder between creating the file and writing its record: it is alive.
     refuse(fmt::format(
@@ -199,21 +213,38 @@ DirectoryLock::DirectoryLock(const std::string& dir) : path_(path_in(dir)) {
   }
   const std::string record = me.record() + "\n";
   const bool written =
-      ::ftruncate(fd_, 0) == 0 &&
-      ::pwrite(fd_, record.data(), record.size(), 0) == static_cast<ssize_t>(record.size()) &&
-      ::fsync(fd_) == 0;
+      ::ftruncate(h->fd, 0) == 0 &&
+      ::pwrite(h->fd, record.data(), record.size(), 0) == static_cast<ssize_t>(record.size()) &&
+      ::fsync(h->fd) == 0;
   if (!written)
-    refuse(fmt::format("{}: cannot write the lock record: {}", path_, std::strerror(errno)));
-  heartbeat_ = std::make_unique<Heartbeat>(fd_);
+    refuse(fmt::format("{}: cannot write the lock record: {}", h->path, std::strerror(errno)));
+  h->heartbeat = std::make_unique<Heartbeat>(h->fd);
+  return h;
 }
 
-DirectoryLock::~DirectoryLock() {
-  heartbeat_.reset();
-  if (fd_ < 0) return;
+DirectoryLock::DirectoryLock(const std::string& dir) {
+  // A process holds a directory's lock once: trainers made one after another in one process
+  // (tests, a library user) share it, and it is released with the last of them.
+  static std::mutex mutex;
+  static std::map<std::string, std::weak_ptr<Held>> held_here;
+  std::error_code ec;
+  const std::string key = std::filesystem::weakly_canonical(path_in(dir), ec).string();
+  const std::lock_guard lock(mutex);
+  held_ = held_here[key].lock();
+  if (held_) return;
+  held_ = acquire(dir, taken_over_);
+  held_here[key] = held_;
+}
+
+DirectoryLock::~DirectoryLock() = default;
+
+DirectoryLock::Held::~Held() {
+  heartbeat.reset();
+  if (fd < 0) return;
   // The record goes before the flock, so that no one takes over a lock whose record says we hold
   // it; a crash leaves the record, which the rules above recognise as stale.
-  ::unlink(path_.c_str());
-  ::close(fd_);
+  ::unlink(path.c_str());
+  ::close(fd);
 }
 
 }  // namespace chimera::io

@@ -46,9 +46,10 @@ class DirectoryLock {
   static constexpr auto kWatch = std::chrono::seconds(7);
 
   // Takes the lock of `dir` (which exists) for this process, taking over a stale one (`taken_over`
-  // then says whose, for the log). InputError naming the holder when a live run holds it.
+  // then says whose, for the log). InputError naming the holder when a live run holds it. Locks
+  // of one directory in one process share one lock, released (the record removed) with the last.
   explicit DirectoryLock(const std::string& dir);
-  ~DirectoryLock();  // removes the record and releases the lock
+  ~DirectoryLock();
   DirectoryLock(const DirectoryLock&) = delete;
   DirectoryLock& operator=(const DirectoryLock&) = delete;
 
@@ -57,10 +58,11 @@ class DirectoryLock {
 
  private:
   struct Heartbeat;
-  std::string path_;
-  int fd_ = -1;
+  struct Held;
+  static std::shared_ptr<Held> acquire(const std::string& dir, std::string& taken_over);
+
+  std::shared_ptr<Held> held_;
   std::string taken_over_;
-  std::unique_ptr<Heartbeat> heartbeat_;
 };
 
 }  // namespace chimera::io

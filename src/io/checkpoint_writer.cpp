@@ -308,7 +308,7 @@ std::vector<RawPiece> create_checkpoint_file(MPI_Comm comm, const std::string& p
   return write_file(comm, path, tensors, meta, false);
 }
 
-std::string write_raw_pieces(const std::string& path, std::span<const RawPiece> pieces) {
+std::string write_raw_pieces(const std::string& path, std::span<const RawPiece> pieces, bool sync) {
   static_assert(std::endian::native == std::endian::little,
                 "raw pieces are stored as H5T_IEEE_F32LE");
   const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
@@ -334,7 +334,7 @@ std::string write_raw_pieces(const std::string& path, std::span<const RawPiece> 
   }
   // Durable before the ranks agree to name it: each writer flushes its own writes (on a
   // parallel file system, another node's fsync does not cover them).
-  if (failure.empty() && ::fsync(fd) != 0)
+  if (failure.empty() && sync && ::fsync(fd) != 0)
     failure = fmt::format("fsync of {} failed: {}", path, std::strerror(errno));
   ::close(fd);
   return failure;

@@ -63,7 +63,8 @@ struct Checkpointing::InFlight {
   CheckpointSnapshot snapshot;
   io::CheckpointDirectory::StartedSave started;
   std::unique_ptr<comm::Deadline> deadline;
-  BackgroundWrite write;  // after `deadline`: destroyed (joined) while the deadline still runs
+  double blocked_s = 0.0;  // the snapshot and the file's creation, on the training's path
+  BackgroundWrite write;   // after `deadline`: destroyed (joined) while the deadline still runs
 };
 
 Checkpointing::~Checkpointing() = default;
@@ -93,19 +94,30 @@ bool Checkpointing::save(TrainState& state, const io::CheckpointMeta& meta, bool
   f->last = last;
   f->comm = state.save_comm();
   f->deadline = save_deadline(directory_, meta.step, config_.checkpoint.save_timeout_s);
+  const Stopwatch blocked;
   try {
     comm::all_or_none(world_, [&] {
       hang_hook_.maybe_hang(rank_, meta.step, true);
       if (f->comm == MPI_COMM_NULL) return;
-      f->snapshot = state.snapshot();
+      f->snapshot = std::move(spare_snapshot_);
+      state.snapshot(f->snapshot, /*live_if_host=*/true);
       f->started = directory_.begin_save(f->comm, f->snapshot.tensors, meta);
     });
   } catch (const comm::AgreedError& e) {
     return tolerate(e, meta.step, last);
   }
-  f->write.start(f->started.temp_path, f->started.pieces);
+  f->write.start(f->started.temp_path, f->started.pieces,
+                 f->snapshot.live ? &f->snapshot.host : nullptr);
+  f->blocked_s = blocked.seconds();
   in_flight_ = std::move(f);
   return last ? finish_in_flight() : true;
+}
+
+void Checkpointing::before_update() {
+  if (!in_flight_) return;
+  const Stopwatch waited;
+  in_flight_->write.wait_copied();
+  in_flight_->blocked_s += waited.seconds();
 }
 
 void Checkpointing::poll() {
@@ -128,6 +140,7 @@ void Checkpointing::finish_save_in_flight() {
 bool Checkpointing::finish_in_flight() {
   const std::unique_ptr<InFlight> f = std::move(in_flight_);
   const std::string written = f->write.wait();
+  spare_snapshot_ = std::move(f->snapshot);  // the next save's buffers, whatever the outcome
   std::string path;
   try {
     comm::all_or_none(world_, [&] {
@@ -136,7 +149,10 @@ bool Checkpointing::finish_in_flight() {
   } catch (const comm::AgreedError& e) {
     return tolerate(e, f->step, f->last);
   }
-  log::info("saved {}", path);
+  log::info(
+      "saved {} (training waited {:.2f} s for the snapshot; written in the background in "
+      "{:.2f} s)",
+      path, f->blocked_s, f->write.seconds());
   return true;
 }
 

@@ -44,6 +44,10 @@ class Checkpointing {
   // `latest` moved, so a crash before leaves the previous checkpoint named.
   bool save(TrainState& state, const io::CheckpointMeta& meta, bool last);
 
+  // Before the state changes (the optimizer step): waits until the save in flight has its
+  // snapshot (the helper thread copies the live state while the step computes).
+  void before_update();
+
   // Every step, on every rank (collective over the world while a save is in flight): finishes
   // the save in flight when every rank's write has ended, reporting a failure as save() does.
   void poll();
@@ -67,6 +71,8 @@ class Checkpointing {
 
   io::CheckpointDirectory directory_;
   std::unique_ptr<InFlight> in_flight_;
+  // The snapshot buffers of the last save, kept for the next (memory: one snapshot).
+  CheckpointSnapshot spare_snapshot_;
   std::unique_ptr<io::DirectoryLock> lock_;  // rank 0's
 };
 

@@ -98,20 +98,28 @@ std::vector<io::TensorSpec> TrainState::specs(bool with_moments) const {
   return out;
 }
 
-CheckpointSnapshot TrainState::snapshot() const {
-  CheckpointSnapshot out;
+void TrainState::snapshot(CheckpointSnapshot& out, bool live_if_host) const {
   const auto& topo = plan_.topology;
-  if (topo.replica != 0) return out;
+  out.tensors.clear();
+  // The CPU backend's buffers hold each tensor contiguously in Hugging Face layout
+  // (GPT2Worker::read_tensor is a plain copy), so they can be written as they are.
+  out.live = live_if_host && plan_.config.runtime.backend == BackendKind::Cpu;
+  if (topo.replica != 0) return;
   const auto all = worker_.layout().all();
-  // Host copies (Hugging Face layout) of the tensors this rank owns: weights, then moments.
-  out.host.reserve(all.size() * 3);
-  out.tensors.reserve(all.size() * 3);
+  // Host copies (Hugging Face layout) of the tensors this rank owns: weights, then moments. The
+  // buffers of an earlier snapshot are reused: allocating and first touching hundreds of MB
+  // again would cost more than the copy.
+  std::size_t owned = 0;
   auto add = [&](const model::TensorInfo& t, std::string name, const float* buffer) {
     std::span<const float> data;
-    if (buffer != nullptr) {
-      out.host.emplace_back(t.numel);
-      worker_.read_tensor(t, buffer, out.host.back());
-      data = out.host.back();
+    if (buffer != nullptr && out.live) {
+      data = std::span<const float>(buffer + t.offset, t.numel);
+    } else if (buffer != nullptr) {
+      if (owned == out.host.size()) out.host.emplace_back();
+      auto& host = out.host[owned++];
+      host.resize(t.numel);
+      worker_.read_tensor(t, buffer, host);
+      data = host;
     }
     out.tensors.push_back(io::TensorData{io::TensorSpec{std::move(name), t.shape}, data});
   };
@@ -124,9 +132,9 @@ CheckpointSnapshot TrainState::snapshot() const {
     add(*t, io::exp_avg_name(t->name), m != nullptr ? m->m.f32() : nullptr);
     add(*t, io::exp_avg_sq_name(t->name), m != nullptr ? m->v.f32() : nullptr);
   }
+  if (!out.live) out.host.resize(owned);
   // Tensors must be listed in the same order on every rank: weights, then (exp_avg, exp_avg_sq)
   // per tensor, which the loops above keep.
-  return out;
 }
 
 MPI_Comm TrainState::save_comm() const {
@@ -137,7 +145,8 @@ MPI_Comm TrainState::save_comm() const {
 
 std::string TrainState::save(const io::CheckpointDirectory& dir, const io::CheckpointMeta& meta) {
   if (save_comm() == MPI_COMM_NULL) return {};
-  const CheckpointSnapshot s = snapshot();
+  CheckpointSnapshot s;
+  snapshot(s);
   return dir.save(save_comm(), s.tensors, meta);
 }
 

@@ -332,6 +332,7 @@ void Trainer::Impl::run() {
       const LossAndNorm v = reduce_loss_and_norm(world, r, compute->local_grad_squares());
       const NonfiniteGuard::Verdict verdict = guard.judge(v);
       // AdamW counts the updates made: skipped steps do not advance its bias correction.
+      if (checkpointing) checkpointing->before_update();  // a save's snapshot is taken
       if (verdict.finite)
         compute->optimizer_step(static_cast<int>(step - guard.skipped_steps()), lr,
                                 optim::clip_scale(v.grad_norm, config.train.grad_clip));

@@ -69,9 +69,10 @@ struct RawPiece {
 std::vector<RawPiece> create_checkpoint_file(MPI_Comm comm, const std::string& path,
                                              std::span<const TensorData> tensors,
                                              const CheckpointMeta& meta);
-// Not collective, no MPI, no HDF5: may run on any thread. "" when written and flushed to disk,
-// else what failed with the system's reason.
-std::string write_raw_pieces(const std::string& path, std::span<const RawPiece> pieces);
+// Not collective, no MPI, no HDF5: may run on any thread. "" when written and (`sync`) flushed
+// to disk, else what failed with the system's reason.
+std::string write_raw_pieces(const std::string& path, std::span<const RawPiece> pieces,
+                             bool sync = true);
 
 // A directory of checkpoints `ckpt-<step>.h5` with a `latest` pointer file naming the newest.
 class CheckpointDirectory {

@@ -26,8 +26,11 @@ void read_weights(const io::CheckpointReader& reader, model::GPT2Worker& worker)
 // Host copies of the tensors one rank writes to a checkpoint, in the writer's list (every tensor
 // named, the data of the owned ones): the state a save writes while training goes on.
 struct CheckpointSnapshot {
-  std::vector<std::vector<float>> host;
-  std::vector<io::TensorData> tensors;  // spans into `host`, which a move keeps valid
+  std::vector<std::vector<float>> host;  // the owned tensors' values
+  std::vector<io::TensorData> tensors;   // spans into `host`, which a move keeps valid
+  // The spans are the live state (host memory, the CPU backend), not copies: they must be copied
+  // before the state changes (an asynchronous save's helper thread does that).
+  bool live = false;
 };
 
 class TrainState {
@@ -49,9 +52,10 @@ class TrainState {
   std::string save(const io::CheckpointDirectory& dir, const io::CheckpointMeta& meta);
   // The communicator checkpoints are written over (replica 0's pipeline group; MPI_COMM_NULL on
   // the other replicas), and this rank's part of a checkpoint of the current state (empty off
-  // replica 0).
+  // replica 0), into `out`, whose buffers are reused. `live_if_host`: where the state is host
+  // memory, point at it instead of copying (CheckpointSnapshot::live).
   MPI_Comm save_comm() const;
-  CheckpointSnapshot snapshot() const;
+  void snapshot(CheckpointSnapshot& out, bool live_if_host = false) const;
   // --resume: loads the weights and AdamW moments of the held tensors from a Chimera checkpoint
   // of this model (its metadata: read_meta_once). Collective over the world: each tensor is read
   // once per job, by its owner, and broadcast to its other holders (AgreedError on failure).

@@ -325,8 +325,10 @@ void Trainer::Impl::run() {
       StageCompute& stages = compute->stages();
       stages.zero_grad();
       stages.reset_peak_activation_bytes();
+      if (step + 1 < steps) feed->prefetch(cursor + plan.global_batch);  // while this computes
       const IterationResult r =
           executor.run(step, inputs, plan.loss_scale(), trace.events(), trace.origin_s());
+      feed->wait();  // before any other HDF5 call (validation, a save)
       // Reduce, guard, optimizer.
       const double lr = lr_schedule.at(static_cast<int>(step));
       const LossAndNorm v = reduce_loss_and_norm(world, r, compute->local_grad_squares());

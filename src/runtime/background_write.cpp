@@ -1,10 +1,9 @@
 #include "background_write.hpp"
 
 #include <algorithm>
-#include <chrono>
-#include <cstdlib>
 
 #include "chimera/core/timer.hpp"
+#include "hang_hook.hpp"
 
 namespace chimera::runtime {
 
@@ -28,17 +27,6 @@ std::vector<io::RawPiece> chunks_of(const std::vector<io::RawPiece>& pieces) {
     }
   }
   return out;
-}
-
-// Test only: CHIMERA_TEST_SAVE_WRITE_DELAY_MS=50 makes each piece's write wait 50 ms more, so
-// that a test sees the state change while a save is being written. Real runs never set it.
-std::chrono::microseconds injected_write_delay() {
-  static const std::chrono::microseconds delay = [] {
-    const char* text = std::getenv("CHIMERA_TEST_SAVE_WRITE_DELAY_MS");
-    const double ms = text != nullptr ? std::strtod(text, nullptr) : 0.0;
-    return std::chrono::microseconds(ms > 0 ? static_cast<std::int64_t>(ms * 1e3) : 0);
-  }();
-  return delay;
 }
 
 }  // namespace
@@ -73,7 +61,9 @@ void BackgroundWrite::start(std::string path, std::vector<io::RawPiece> pieces,
         }
         mark_copied();
       }
-      if (injected_write_delay().count() > 0) std::this_thread::sleep_for(injected_write_delay());
+      // Test only (hang_hook.hpp): a slow write, so that a test sees the state change meanwhile.
+      static const auto delay = test_delay_from_environment("CHIMERA_TEST_SAVE_WRITE_DELAY_MS");
+      if (delay.count() > 0) std::this_thread::sleep_for(delay);
       failure_ = io::write_raw_pieces(path, std::span(to_write).subspan(i, 1), false);
     }
     if (!copied_) mark_copied();  // all written from the live state

@@ -1,10 +1,10 @@
 // One job per checkpoint directory: a live holder refuses a second run with one line naming it,
 // and each kind of stale lock (same Slurm job, a process gone from this host, a flock dropped by
 // the kernel, no heartbeat from another host) is taken over.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <stdlib.h>
-#include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>

@@ -18,6 +18,7 @@
 #include "chimera/core/config.hpp"
 #include "chimera/core/error.hpp"
 #include "chimera/io/json_line.hpp"
+#include "chimera/plan/io_cost.hpp"
 #include "chimera/plan/planner.hpp"
 #include "chimera/schedule/simulate.hpp"
 #include "commands.hpp"
@@ -49,6 +50,11 @@ struct PlanOptions {
   bool predict = false;
   plan::Layout layout{"", "", 0, 0, 1, 0, 0, 1, false};
   std::string format = "table";
+  // The file system, for the checkpoint I/O figures (none without --fs-bandwidth).
+  std::string fs_bandwidth;
+  std::string fs_node_bandwidth;
+  std::string snapshot_bandwidth = "10GB/s";
+  int save_every = 0;
 };
 
 // "F:B" or "F:B:W" milliseconds, as `chimera train --cost` takes them (W: the weight-gradient
@@ -117,6 +123,42 @@ void print_header(const plan::Predictor& p, const PlanOptions& o) {
              o.reserve_gib, plan::describe(m.network));
   fmt::print("compute  {}; AdamW {:g} ns per parameter\n", compute_text(m, o),
              m.compute.optimizer_ns_per_param);
+}
+
+// Checkpoint I/O of one layout (--fs-bandwidth): the save stall of each checkpoint.async mode and
+// the resume time.
+void print_io(const plan::Predictor& predictor, const plan::Prediction& p, const PlanOptions& o) {
+  if (o.fs_bandwidth.empty()) return;
+  plan::FileSystem fs;
+  fs.bytes_per_ms = plan::parse_bandwidth_bytes_per_ms(o.fs_bandwidth, "--fs-bandwidth");
+  fs.node_bytes_per_ms =
+      o.fs_node_bandwidth.empty()
+          ? 1.0 / predictor.machine().network.beta_ms_per_byte
+          : plan::parse_bandwidth_bytes_per_ms(o.fs_node_bandwidth, "--fs-node-bandwidth");
+  fs.snapshot_bytes_per_ms =
+      plan::parse_bandwidth_bytes_per_ms(o.snapshot_bandwidth, "--snapshot-bandwidth");
+  CHIMERA_REQUIRE(o.save_every >= 0, "--save-every {}: must be >= 0 (0 = no periodic saves)",
+                  o.save_every);
+  const plan::IoPrediction io =
+      plan::predict_io(predictor.shape().total_params(), p.layout, predictor.machine().network, fs,
+                       p.iteration_ms, o.save_every);
+  fmt::print(
+      "  checkpoint {:.2f} GB, written and read by {} ranks, {} holders per stage; file system "
+      "{:.3g} GB/s, {:.3g} GB/s per node\n",
+      io.checkpoint_bytes / 1e9, io.writers, io.holders, fs.bytes_per_ms / 1e6,
+      fs.node_bytes_per_ms / 1e6);
+  fmt::print(
+      "  save stall per checkpoint: {:.2f} s with checkpoint.async = false, {:.2f} s with true "
+      "(write {:.2f} s in the background{})\n",
+      io.sync_stall_ms / 1e3, io.async_stall_ms / 1e3, io.write_ms / 1e3,
+      o.save_every > 0 ? fmt::format(", {} steps = {:.2f} s between saves", o.save_every,
+                                     o.save_every * p.iteration_ms / 1e3)
+                       : std::string());
+  fmt::print(
+      "  resume: {:.2f} s (read once {:.2f} s + broadcast to the holders {:.2f} s; every "
+      "holder reading its part would take {:.2f} s)\n",
+      io.resume_ms() / 1e3, io.resume_read_ms / 1e3, io.resume_broadcast_ms / 1e3,
+      io.every_holder_reads_ms / 1e3);
 }
 
 std::string row(const plan::Prediction& p) {
@@ -245,6 +287,7 @@ int run_predict(const PlanOptions& o) {
     fmt::print("  memory per worker (GiB):");
     for (const plan::WorkerMemory& m : p.memory) fmt::print(" {:.2f}", m.total() / kGiB);
     fmt::print("{}\n", p.fits ? "" : "  -- does NOT fit");
+    print_io(predictor, p, o);
   }
   return 0;
 }
@@ -292,6 +335,12 @@ int run_plan(const PlanOptions& o) {
             ? std::string()
             : fmt::format("   chimera is {:.2f}x", chimera->samples_per_s / p.samples_per_s);
     fmt::print("    {}{}\n", row(p), speedup);
+  }
+  if (!o.fs_bandwidth.empty()) {
+    fmt::print("\nCheckpoint I/O of layout 1 ({}, W {} D {}):\n",
+               result.ranked.front().layout.scheme_label(), result.ranked.front().layout.W,
+               result.ranked.front().layout.D);
+    print_io(predictor, result.ranked.front(), o);
   }
   fmt::print("\n{}", plan::explain(result));
   if (!o.memory_csv.empty()) write_memory_csv(o.memory_csv, best);
@@ -365,6 +414,16 @@ Run add_plan_command(CLI::App& app) {
   sub->add_option("-B,--micro-batch-size", o->layout.B,
                   "--predict: samples per micro-batch (default 1)");
   sub->add_flag("--recompute", o->layout.recompute, "--predict: recompute activations");
+  sub->add_option("--fs-bandwidth", o->fs_bandwidth,
+                  "the file system's bandwidth for this job, e.g. 100GB/s: also print the "
+                  "checkpoint save stall (checkpoint.async false and true) and the resume time");
+  sub->add_option("--fs-node-bandwidth", o->fs_node_bandwidth,
+                  "one node's link to the file system (default: the --network bandwidth)");
+  sub->add_option("--snapshot-bandwidth", o->snapshot_bandwidth,
+                  "copy rate of a save's host snapshot (default 10GB/s)");
+  sub->add_option("--save-every", o->save_every,
+                  "steps between checkpoints (checkpoint.every), for the time a background write "
+                  "has before the next save waits (default 0: not counted)");
   sub->add_option("--format", o->format,
                   "--predict output: table (default) or json (one object per scheme and line)")
       ->check(CLI::IsMember({"table", "json"}));

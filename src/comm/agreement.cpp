@@ -9,9 +9,6 @@
 
 namespace chimera::comm {
 
-namespace {
-
-// `text` on every rank as `root` holds it.
 std::string broadcast(MPI_Comm comm, const std::string& text, int root) {
   int rank = 0;
   MPI_CHECK(MPI_Comm_rank(comm, &rank));
@@ -22,8 +19,6 @@ std::string broadcast(MPI_Comm comm, const std::string& text, int root) {
   if (size > 0) MPI_CHECK(MPI_Bcast(chars.data(), size, MPI_CHAR, root, comm));
   return rank == root ? text : std::string(chars.begin(), chars.end());
 }
-
-}  // namespace
 
 void all_or_none(MPI_Comm comm, const std::function<void()>& step) {
   int rank = 0;

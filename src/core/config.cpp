@@ -163,6 +163,8 @@ std::vector<Field> fields(Config& c) {
        "a failed save (disk full, I/O error): stop (status 1) or warn and retry at the next save"},
       {"checkpoint", "save_timeout_s", &c.checkpoint.save_timeout_s,
        "a save not finished after this many seconds ends the job, status 1 (0 = no bound)"},
+      {"checkpoint", "async", &c.checkpoint.async,
+       "write checkpoints in the background while training goes on (false: every rank waits)"},
       {"log", "every", &c.log.every, "print a step line every K steps"},
       {"log", "metrics", &c.log.metrics, "JSON-lines metrics file (empty = none)"},
       {"log", "trace", &c.log.trace, "Chrome trace file (empty = none)"},

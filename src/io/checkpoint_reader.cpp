@@ -60,6 +60,7 @@ std::string expected_shape_note(const std::string& name) {
 struct CheckpointReader::Impl {
   std::string path;
   h5::Handle file;
+  std::int64_t tensor_bytes_read = 0;  // stored bytes of the tensor values read
 
   h5::Handle open_tensor(const std::string& name) const {
     CHIMERA_REQUIRE(h5::has_link(file.get(), name), "{}: has no tensor '{}'", path, name);
@@ -88,6 +89,10 @@ CheckpointReader& CheckpointReader::operator=(CheckpointReader&&) noexcept = def
 
 const std::string& CheckpointReader::path() const {
   return impl_->path;
+}
+
+std::int64_t CheckpointReader::tensor_bytes_read() const {
+  return impl_->tensor_bytes_read;
 }
 
 bool CheckpointReader::is_chimera_checkpoint() const {
@@ -203,6 +208,7 @@ void CheckpointReader::read(const std::string& name, std::span<float> out) const
       H5Dread(dataset.get(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, out.data()) >= 0,
       "{}: reading tensor '{}' failed: the file is damaged or truncated (HDF5: {})", impl_->path,
       name, h5::library_error_message());
+  impl_->tensor_bytes_read += static_cast<std::int64_t>(H5Dget_storage_size(dataset.get()));
   require_finite(out, impl_->path, name, 0);
 }
 
@@ -231,6 +237,8 @@ void CheckpointReader::read_rows(const std::string& name, std::int64_t row_begin
                   "{}: reading rows of tensor '{}' failed: the file is damaged or truncated "
                   "(HDF5: {})",
                   impl_->path, name, h5::library_error_message());
+  impl_->tensor_bytes_read +=
+      static_cast<std::int64_t>(H5Dget_storage_size(dataset.get())) / shape[0] * rows;
   require_finite(out, impl_->path, name, row_begin * row);
 }
 

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <bit>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -174,8 +175,14 @@ bool is_optimizer_state(std::string_view name) {
   return name.starts_with("optim/");
 }
 
-void write_checkpoint_file(MPI_Comm comm, const std::string& path,
-                           std::span<const TensorData> tensors, const CheckpointMeta& meta) {
+namespace {
+
+// The collective part of writing a checkpoint file: every dataset created with its space
+// allocated, then (`values`) each owner's tensors written through HDF5, or (not `values`) the
+// file closed with its values unwritten and this rank's pieces returned, for write_raw_pieces.
+std::vector<RawPiece> write_file(MPI_Comm comm, const std::string& path,
+                                 std::span<const TensorData> tensors, const CheckpointMeta& meta,
+                                 bool values) {
   const detail::Collective group(comm);
   h5::silence_library_errors();
 
@@ -262,9 +269,18 @@ void write_checkpoint_file(MPI_Comm comm, const std::string& path,
   h5::Handle transfer = h5::plist_handle(H5_CHECK(H5Pcreate(H5P_DATASET_XFER)));
   if (group.parallel()) H5_CHECK(H5Pset_dxpl_mpio(transfer.get(), H5FD_MPIO_INDEPENDENT));
   std::string write_failure;
-  for (std::size_t i = 0; i < tensors.size() && write_failure.empty(); ++i)
-    if (!tensors[i].data.empty())
+  std::vector<RawPiece> pieces;
+  for (std::size_t i = 0; i < tensors.size() && write_failure.empty(); ++i) {
+    if (tensors[i].data.empty()) continue;
+    if (values) {
       write_failure = write_tensor(datasets[i].get(), tensors[i], transfer.get(), path);
+    } else {
+      // Contiguous, allocated at creation, never filled: the values' bytes lie at one offset.
+      const haddr_t offset = H5Dget_offset(datasets[i].get());
+      CHIMERA_CHECK(offset != HADDR_UNDEF, "tensor '{}' has no file offset", tensors[i].spec.name);
+      pieces.push_back({static_cast<std::int64_t>(offset), tensors[i].data});
+    }
+  }
 
   // Space is allocated at creation and metadata goes out at flush and close: a full disk may
   // surface only there.
@@ -276,6 +292,52 @@ void write_checkpoint_file(MPI_Comm comm, const std::string& path,
   if (file.close() < 0 && write_failure.empty())
     write_failure = failed_io("closing the file", errno, path);
   group.agree(write_failure.empty() ? "" : rank_prefix() + path + ": " + write_failure, false);
+  return pieces;
+}
+
+}  // namespace
+
+void write_checkpoint_file(MPI_Comm comm, const std::string& path,
+                           std::span<const TensorData> tensors, const CheckpointMeta& meta) {
+  write_file(comm, path, tensors, meta, true);
+}
+
+std::vector<RawPiece> create_checkpoint_file(MPI_Comm comm, const std::string& path,
+                                             std::span<const TensorData> tensors,
+                                             const CheckpointMeta& meta) {
+  return write_file(comm, path, tensors, meta, false);
+}
+
+std::string write_raw_pieces(const std::string& path, std::span<const RawPiece> pieces, bool sync) {
+  static_assert(std::endian::native == std::endian::little,
+                "raw pieces are stored as H5T_IEEE_F32LE");
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return fmt::format("cannot open {} to write it: {}", path, std::strerror(errno));
+  std::string failure;
+  for (const RawPiece& piece : pieces) {
+    const char* bytes = reinterpret_cast<const char*>(piece.data.data());
+    std::size_t left = piece.data.size_bytes();
+    off_t at = static_cast<off_t>(piece.offset);
+    while (left > 0 && failure.empty()) {
+      const ssize_t n = ::pwrite(fd, bytes, left, at);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        failure =
+            fmt::format("{}: writing {:.1f} MB at offset {} failed: {}", path,
+                        static_cast<double>(left) / 1e6, at, std::strerror(n < 0 ? errno : ENOSPC));
+        break;
+      }
+      bytes += n;
+      left -= static_cast<std::size_t>(n);
+      at += n;
+    }
+  }
+  // Durable before the ranks agree to name it: each writer flushes its own writes (on a
+  // parallel file system, another node's fsync does not cover them).
+  if (failure.empty() && sync && ::fsync(fd) != 0)
+    failure = fmt::format("fsync of {} failed: {}", path, std::strerror(errno));
+  ::close(fd);
+  return failure;
 }
 
 CheckpointDirectory::CheckpointDirectory(std::string dir, int keep)
@@ -304,6 +366,28 @@ std::string CheckpointDirectory::prepare() const {
 
 std::string CheckpointDirectory::save(MPI_Comm comm, std::span<const TensorData> tensors,
                                       const CheckpointMeta& meta) const {
+  return finish_save(comm, start(comm, tensors, meta, true), "");
+}
+
+CheckpointDirectory::StartedSave CheckpointDirectory::begin_save(
+    MPI_Comm comm, std::span<const TensorData> tensors, const CheckpointMeta& meta) const {
+  return start(comm, tensors, meta, false);
+}
+
+std::string CheckpointDirectory::pointer_path() const {
+  return (fs::path(dir_) / kLatestPointer).string();
+}
+
+void CheckpointDirectory::remove_temporaries(const std::string& temp_path) const {
+  std::error_code ignored;
+  fs::remove(temp_path, ignored);
+  fs::remove(pointer_path() + kTempSuffix, ignored);
+}
+
+CheckpointDirectory::StartedSave CheckpointDirectory::start(MPI_Comm comm,
+                                                            std::span<const TensorData> tensors,
+                                                            const CheckpointMeta& meta,
+                                                            bool values) const {
   const detail::Collective group(comm);
   std::string failure, gone;
   if (group.rank() == 0) {
@@ -333,32 +417,42 @@ std::string CheckpointDirectory::save(MPI_Comm comm, std::span<const TensorData>
           static_cast<double>(free_bytes) / 1e6);
   }
   group.agree(no_space, false);
-  const std::string pointer = (fs::path(dir_) / kLatestPointer).string();
   // A failed save leaves what was there: the previous checkpoints, `latest`, and no temporary
   // file taking the space a later save needs.
-  auto remove_temporaries = [&] {
-    std::error_code ignored;
-    fs::remove(temp_path, ignored);
-    fs::remove(pointer + kTempSuffix, ignored);
-  };
+  StartedSave started{temp_path, final_path, {}};
   try {
-    write_checkpoint_file(comm, temp_path, tensors, meta);
+    started.pieces = write_file(comm, temp_path, tensors, meta, values);
   } catch (const InputError& e) {
     // The directory passed the write probe a moment ago, so a file that cannot be created now is
     // the system failing mid-run (most often the directory removed or unmounted), not bad input.
     std::string failure_now;
     if (group.rank() == 0) {
-      remove_temporaries();
+      remove_temporaries(temp_path);
       failure_now = vanished();
       if (failure_now.empty()) failure_now = e.what();
     }
     group.agree(failure_now, false);
     throw Error(e.what());  // not reached: rank 0's failure is agreed above
   } catch (const Error&) {
-    if (group.rank() == 0) remove_temporaries();
+    if (group.rank() == 0) remove_temporaries(temp_path);
     throw;
   }
+  return started;
+}
 
+std::string CheckpointDirectory::finish_save(MPI_Comm comm, const StartedSave& started,
+                                             const std::string& local_failure) const {
+  const detail::Collective group(comm);
+  const std::string& temp_path = started.temp_path;
+  const std::string& final_path = started.final_path;
+  const std::string pointer = pointer_path();
+  std::string failure;
+  try {
+    group.agree(local_failure.empty() ? "" : rank_prefix() + local_failure, false);
+  } catch (const Error&) {
+    if (group.rank() == 0) remove_temporaries(temp_path);
+    throw;
+  }
   if (group.rank() == 0) {
     try {
       rename_durably(temp_path, final_path, dir_);
@@ -384,7 +478,7 @@ std::string CheckpointDirectory::save(MPI_Comm comm, std::span<const TensorData>
                                 dir_, fs::path(final_path).filename().string(), ec.message()));
     } catch (const std::exception& e) {
       failure = e.what();
-      remove_temporaries();
+      remove_temporaries(temp_path);
     }
   }
   group.agree(failure, false);

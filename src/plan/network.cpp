@@ -81,6 +81,18 @@ Network parse_network(std::string_view text) {
   return net;
 }
 
+double parse_bandwidth_bytes_per_ms(std::string_view text, std::string_view flag) {
+  double value = 0.0;
+  const std::string_view t = trim(text);
+  const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), value);
+  const double per_s =
+      bandwidth_unit_bytes_per_s(trim(std::string_view(end, t.data() + t.size() - end)));
+  CHIMERA_REQUIRE(ec == std::errc() && std::isfinite(value) && value > 0 && per_s > 0,
+                  "{} '{}': expected a bandwidth above 0 such as 100GB/s (GB/s|MB/s|KB/s|B/s)",
+                  flag, text);
+  return value * per_s / 1e3;
+}
+
 std::string describe(const Network& n) {
   const std::string bandwidth = n.beta_ms_per_byte > 0
                                     ? fmt::format(" ({:.3g} GB/s)", 1e-6 / n.beta_ms_per_byte)

@@ -2,12 +2,17 @@
 
 #include <fmt/format.h>
 
+#include <utility>
+
 #include "chimera/core/error.hpp"
 
 namespace chimera::runtime {
 
 BatchFeed::BatchFeed(const RunPlan& plan)
-    : plan_(plan), layout_(plan.batch), batches_(plan.schedule, plan.topology.worker) {
+    : plan_(plan),
+      layout_(plan.batch),
+      batches_(plan.schedule, plan.topology.worker),
+      prefetched_(plan.schedule, plan.topology.worker) {
   if (plan.emulate || !batches_.any()) return;
   CHIMERA_REQUIRE(!plan.config.data.train.empty(),
                   "data.train is empty: name the training token shards (HDF5 from `chimera prep`), "
@@ -22,12 +27,47 @@ BatchFeed::BatchFeed(const RunPlan& plan)
                    static_cast<std::uint64_t>(plan.config.train.seed));
 }
 
-const MicroBatchInputs& BatchFeed::load(std::int64_t cursor) {
-  if (!dataset_) return batches_.inputs();  // emulated stages read no tokens
-  return batches_.read(
+BatchFeed::~BatchFeed() {
+  if (reader_.joinable()) reader_.join();
+}
+
+const MicroBatchInputs& BatchFeed::read(ScheduleBatches& into, std::int64_t cursor) {
+  return into.read(
       *dataset_, plan_.seq_len, static_cast<std::size_t>(plan_.stage_dims.B), [&](int m) {
         return data::train_micro_batch(*shuffle_, layout_, cursor, plan_.topology.replica, m);
       });
+}
+
+const MicroBatchInputs& BatchFeed::load(std::int64_t cursor) {
+  if (!dataset_) return batches_.inputs();  // emulated stages read no tokens
+  wait();
+  if (prefetched_cursor_ == cursor) {
+    prefetched_cursor_.reset();
+    if (prefetch_error_) std::rethrow_exception(std::exchange(prefetch_error_, nullptr));
+    std::swap(batches_, prefetched_);
+    return batches_.inputs();
+  }
+  prefetched_cursor_.reset();
+  prefetch_error_ = nullptr;
+  return read(batches_, cursor);
+}
+
+void BatchFeed::prefetch(std::int64_t cursor) {
+  if (!dataset_) return;
+  wait();
+  prefetched_cursor_ = cursor;
+  prefetch_error_ = nullptr;
+  reader_ = std::thread([this, cursor] {
+    try {
+      read(prefetched_, cursor);
+    } catch (...) {
+      prefetch_error_ = std::current_exception();
+    }
+  });
+}
+
+void BatchFeed::wait() {
+  if (reader_.joinable()) reader_.join();
 }
 
 }  // namespace chimera::runtime

@@ -4,9 +4,13 @@
 
 #include <string>
 
+#include "background_write.hpp"
 #include "chimera/comm/agreement.hpp"
 #include "chimera/comm/deadline.hpp"
+#include "chimera/comm/mpi.hpp"
+#include "chimera/core/error.hpp"
 #include "chimera/core/log.hpp"
+#include "chimera/core/timer.hpp"
 
 namespace chimera::runtime {
 
@@ -18,36 +22,150 @@ Checkpointing::Checkpointing(const Config& config, MPI_Comm world, int rank,
       hang_hook_(hang_hook),
       directory_(config.checkpoint.dir, config.checkpoint.keep) {}
 
+void Checkpointing::claim_directory() {
+  const std::string unwritable = directory_.prepare();
+  CHIMERA_REQUIRE(unwritable.empty(), "{}", unwritable);
+  lock_ = std::make_unique<io::DirectoryLock>(directory_.dir());
+  if (!lock_->taken_over().empty())
+    log::warn("{}: taking over the lock of a run that has ended: {}", directory_.dir(),
+              lock_->taken_over());
+}
+
 bool Checkpointing::due(std::int64_t step, bool last, bool skipped) const {
   const int every = config_.checkpoint.every;
   return last || (!skipped && every > 0 && (step + 1) % every == 0);
 }
 
+namespace {
+
+// Parallel HDF5 can wait forever when a rank's file system fails mid-save, and a background
+// write can hang in the kernel: this bounds a save, from its start to its agreement.
+std::unique_ptr<comm::Deadline> save_deadline(const io::CheckpointDirectory& directory,
+                                              std::int64_t step, double limit_s) {
+  return std::make_unique<comm::Deadline>(
+      limit_s, [directory, target = directory.path_for_step(step), limit_s] {
+        std::string cause = directory.vanished();
+        if (cause.empty())
+          cause = "a rank's file system may have failed in the middle of the write";
+        return fmt::format(
+            "saving {} has not finished after {:.0f} s (checkpoint.save_timeout_s): {}; ending "
+            "the job, the previous checkpoints are intact",
+            target, limit_s, cause);
+      });
+}
+
+}  // namespace
+
+struct Checkpointing::InFlight {
+  std::int64_t step = 0;
+  bool last = false;
+  MPI_Comm comm = MPI_COMM_NULL;
+  CheckpointSnapshot snapshot;
+  io::CheckpointDirectory::StartedSave started;
+  std::unique_ptr<comm::Deadline> deadline;
+  double blocked_s = 0.0;  // the snapshot and the file's creation, on the training's path
+  BackgroundWrite write;   // after `deadline`: destroyed (joined) while the deadline still runs
+};
+
+Checkpointing::~Checkpointing() = default;
+
+bool Checkpointing::tolerate(const comm::AgreedError& error, std::int64_t step, bool last) const {
+  if (config_.checkpoint.on_save_error != SaveErrorPolicy::Warn || last) throw error;
+  log::warn_once(
+      "checkpoint of step {} not saved: {}; training goes on "
+      "(checkpoint.on_save_error = warn), the previous checkpoint is intact",
+      step, error.what());
+  return false;
+}
+
 bool Checkpointing::save(TrainState& state, const io::CheckpointMeta& meta, bool last) {
+  if (!config_.checkpoint.async) return save_now(state, meta, last);
+  if (in_flight_) {
+    const bool writing = !in_flight_->write.done();
+    const std::int64_t previous = in_flight_->step;
+    const Stopwatch waited;
+    finish_in_flight();
+    if (writing)
+      log::info("the save of step {} waited {:.2f} s for the save of step {} to be written",
+                meta.step, waited.seconds(), previous);
+  }
+  auto f = std::make_unique<InFlight>();
+  f->step = meta.step;
+  f->last = last;
+  f->comm = state.save_comm();
+  f->deadline = save_deadline(directory_, meta.step, config_.checkpoint.save_timeout_s);
+  const Stopwatch blocked;
+  try {
+    comm::all_or_none(world_, [&] {
+      hang_hook_.maybe_hang(rank_, meta.step, true);
+      if (f->comm == MPI_COMM_NULL) return;
+      f->snapshot = std::move(spare_snapshot_);
+      state.snapshot(f->snapshot, /*live_if_host=*/true);
+      f->started = directory_.begin_save(f->comm, f->snapshot.tensors, meta);
+    });
+  } catch (const comm::AgreedError& e) {
+    return tolerate(e, meta.step, last);
+  }
+  f->write.start(f->started.temp_path, f->started.pieces,
+                 f->snapshot.live ? &f->snapshot.host : nullptr);
+  f->blocked_s = blocked.seconds();
+  in_flight_ = std::move(f);
+  return last ? finish_in_flight() : true;
+}
+
+void Checkpointing::before_update() {
+  if (!in_flight_) return;
+  const Stopwatch waited;
+  in_flight_->write.wait_copied();
+  in_flight_->blocked_s += waited.seconds();
+}
+
+void Checkpointing::poll() {
+  if (!in_flight_) return;  // the same on every rank: saves are collective
+  int done = in_flight_->write.done() ? 1 : 0;
+  MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &done, 1, MPI_INT, MPI_MIN, world_));
+  if (done != 0) finish_in_flight();
+}
+
+void Checkpointing::finish_save_in_flight() {
+  if (!in_flight_) return;
+  const std::int64_t step = in_flight_->step;
+  try {
+    finish_in_flight();
+  } catch (const comm::AgreedError& e) {
+    log::warn_once("checkpoint of step {} not saved: {}", step, e.what());
+  }
+}
+
+bool Checkpointing::finish_in_flight() {
+  const std::unique_ptr<InFlight> f = std::move(in_flight_);
+  const std::string written = f->write.wait();
+  spare_snapshot_ = std::move(f->snapshot);  // the next save's buffers, whatever the outcome
   std::string path;
-  const double limit_s = config_.checkpoint.save_timeout_s;
-  const std::string target = directory_.path_for_step(meta.step);
-  // Parallel HDF5 can wait forever when a rank's file system fails mid-save; this bounds it.
-  const comm::Deadline deadline(limit_s, [directory = directory_, target, limit_s] {
-    std::string cause = directory.vanished();
-    if (cause.empty()) cause = "a rank's file system may have failed in the middle of the write";
-    return fmt::format(
-        "saving {} has not finished after {:.0f} s (checkpoint.save_timeout_s): {}; ending the "
-        "job, the previous checkpoints are intact",
-        target, limit_s, cause);
-  });
+  try {
+    comm::all_or_none(world_, [&] {
+      if (f->comm != MPI_COMM_NULL) path = directory_.finish_save(f->comm, f->started, written);
+    });
+  } catch (const comm::AgreedError& e) {
+    return tolerate(e, f->step, f->last);
+  }
+  log::info(
+      "saved {} (training waited {:.2f} s for the snapshot; written in the background in "
+      "{:.2f} s)",
+      path, f->blocked_s, f->write.seconds());
+  return true;
+}
+
+bool Checkpointing::save_now(TrainState& state, const io::CheckpointMeta& meta, bool last) {
+  std::string path;
+  const auto deadline = save_deadline(directory_, meta.step, config_.checkpoint.save_timeout_s);
   try {
     comm::all_or_none(world_, [&] {
       hang_hook_.maybe_hang(rank_, meta.step, true);
       path = state.save(directory_, meta);
     });
   } catch (const comm::AgreedError& e) {
-    if (config_.checkpoint.on_save_error != SaveErrorPolicy::Warn || last) throw;
-    log::warn_once(
-        "checkpoint of step {} not saved: {}; training goes on "
-        "(checkpoint.on_save_error = warn), the previous checkpoint is intact",
-        meta.step, e.what());
-    return false;
+    return tolerate(e, meta.step, last);
   }
   log::info("saved {}", path);
   return true;

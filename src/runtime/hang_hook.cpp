@@ -27,4 +27,10 @@ void HangHook::maybe_hang(int my_rank, std::int64_t at_step, bool saving) const 
   while (true) sleep_seconds(1.0);
 }
 
+std::chrono::microseconds test_delay_from_environment(const char* variable) {
+  const char* text = std::getenv(variable);
+  const double ms = text != nullptr ? std::strtod(text, nullptr) : 0.0;
+  return std::chrono::microseconds(ms > 0 ? static_cast<std::int64_t>(ms * 1e3) : 0);
+}
+
 }  // namespace chimera::runtime

@@ -4,9 +4,16 @@
 // on a dead node would, so that runtime.watchdog_s can be tested; "RANK:STEP:save" makes it stop
 // inside the save of the checkpoint of step STEP, as a rank stuck in a failed file system would,
 // for checkpoint.save_timeout_s. Unset in every real run.
+#include <chrono>
 #include <cstdint>
 
 namespace chimera::runtime {
+
+// Test hooks that slow I/O down, read once from the environment: CHIMERA_TEST_READ_LATENCY_MS
+// (each sample read waits that long more, as a parallel file system's latency would) and
+// CHIMERA_TEST_SAVE_WRITE_DELAY_MS (each piece of a background checkpoint write). Zero when unset;
+// unset in every real run.
+std::chrono::microseconds test_delay_from_environment(const char* variable);
 
 struct HangHook {
   int rank = -1;

@@ -1,5 +1,9 @@
 #include "schedule_batches.hpp"
 
+#include <thread>
+
+#include "hang_hook.hpp"
+
 namespace chimera::runtime {
 
 ScheduleBatches::ScheduleBatches(const schedule::Schedule& schedule, int worker)
@@ -22,6 +26,9 @@ const MicroBatchInputs& ScheduleBatches::read(
     const std::vector<std::int64_t> all = samples_of(j / mb_split_);
     const auto begin = all.begin() + (j % mb_split_) * part;
     auto& b = batches_[static_cast<std::size_t>(j)];
+    // Test only (hang_hook.hpp): a parallel file system's latency, once per sample read.
+    static const auto latency = test_delay_from_environment("CHIMERA_TEST_READ_LATENCY_MS");
+    if (latency.count() > 0) std::this_thread::sleep_for(latency * part);
     b = data::read_batch(dataset, {begin, begin + part}, seq_len);
     inputs_.tokens[static_cast<std::size_t>(j)] = b.inputs.data();
     inputs_.targets[static_cast<std::size_t>(j)] = b.targets.data();

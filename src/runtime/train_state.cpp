@@ -2,9 +2,11 @@
 
 #include <cmath>
 
+#include "chimera/comm/agreement.hpp"
 #include "chimera/comm/mpi.hpp"
 #include "chimera/io/init_weights.hpp"
 #include "chimera/optim/clip.hpp"
+#include "read_once.hpp"
 
 namespace chimera::runtime {
 
@@ -96,65 +98,109 @@ std::vector<io::TensorSpec> TrainState::specs(bool with_moments) const {
   return out;
 }
 
-std::string TrainState::save(const io::CheckpointDirectory& dir, const io::CheckpointMeta& meta) {
+void TrainState::snapshot(CheckpointSnapshot& out, bool live_if_host) const {
   const auto& topo = plan_.topology;
-  if (topo.replica != 0) return {};
+  out.tensors.clear();
+  // The CPU backend's buffers hold each tensor contiguously in Hugging Face layout
+  // (GPT2Worker::read_tensor is a plain copy), so they can be written as they are.
+  out.live = live_if_host && plan_.config.runtime.backend == BackendKind::Cpu;
+  if (topo.replica != 0) return;
   const auto all = worker_.layout().all();
-  // Host copies (Hugging Face layout) of the tensors this rank owns: weights, then moments.
-  std::vector<std::vector<float>> host;
-  host.reserve(all.size() * 3);
-  std::vector<io::TensorData> tensors;
-  tensors.reserve(all.size() * 3);
+  // Host copies (Hugging Face layout) of the tensors this rank owns: weights, then moments. The
+  // buffers of an earlier snapshot are reused: allocating and first touching hundreds of MB
+  // again would cost more than the copy.
+  std::size_t owned = 0;
   auto add = [&](const model::TensorInfo& t, std::string name, const float* buffer) {
     std::span<const float> data;
-    if (buffer != nullptr) {
-      host.emplace_back(t.numel);
-      worker_.read_tensor(t, buffer, host.back());
-      data = host.back();
+    if (buffer != nullptr && out.live) {
+      data = std::span<const float>(buffer + t.offset, t.numel);
+    } else if (buffer != nullptr) {
+      if (owned == out.host.size()) out.host.emplace_back();
+      auto& host = out.host[owned++];
+      host.resize(t.numel);
+      worker_.read_tensor(t, buffer, host);
+      data = host;
     }
-    tensors.push_back(io::TensorData{io::TensorSpec{std::move(name), t.shape}, data});
+    out.tensors.push_back(io::TensorData{io::TensorSpec{std::move(name), t.shape}, data});
   };
-  auto key_of = [](const model::TensorInfo& t) { return t.stage; };
   for (const auto* t : all) {
     const bool mine = owns_tensor(topo, *t);
     add(*t, t->name, mine ? worker_.params_of(*t) : nullptr);
   }
   for (const auto* t : all) {
-    const bool mine = owns_tensor(topo, *t);
-    const auto* m = mine ? moments_.at(key_of(*t)).get() : nullptr;
+    const auto* m = owns_tensor(topo, *t) ? moments_.at(t->stage).get() : nullptr;
     add(*t, io::exp_avg_name(t->name), m != nullptr ? m->m.f32() : nullptr);
     add(*t, io::exp_avg_sq_name(t->name), m != nullptr ? m->v.f32() : nullptr);
   }
+  if (!out.live) out.host.resize(owned);
   // Tensors must be listed in the same order on every rank: weights, then (exp_avg, exp_avg_sq)
-  // per tensor, which the loops above keep. Every owner is in replica 0, so only its pipeline
-  // group writes: D ranks, however many replicas hold the same weights.
-  return dir.save(comms_.pipeline(), tensors, meta);
+  // per tensor, which the loops above keep.
 }
 
-io::CheckpointMeta TrainState::resume(const std::string& path) {
-  const io::CheckpointReader reader(path);
-  const auto meta = reader.meta();
-  reader.expect(specs(true));
-  read_weights(reader, worker_);
-  for (const auto* t : worker_.tensors()) {
-    std::vector<float> host(t->numel);
-    auto& m = *moments_.at(t->stage);
-    reader.read(io::exp_avg_name(t->name), host);
-    worker_.write_tensor(*t, m.m.f32(), host);
-    reader.read(io::exp_avg_sq_name(t->name), host);
-    worker_.write_tensor(*t, m.v.f32(), host);
-  }
-  return meta;
+MPI_Comm TrainState::save_comm() const {
+  // Every owner is in replica 0, so only its pipeline group writes: D ranks, however many
+  // replicas hold the same weights.
+  return plan_.topology.replica == 0 ? comms_.pipeline() : MPI_COMM_NULL;
+}
+
+std::string TrainState::save(const io::CheckpointDirectory& dir, const io::CheckpointMeta& meta) {
+  if (save_comm() == MPI_COMM_NULL) return {};
+  CheckpointSnapshot s;
+  snapshot(s);
+  return dir.save(save_comm(), s.tensors, meta);
+}
+
+// Each held tensor comes from its owner's single read of the file (ReadOnceLoader); rank 0
+// alone checks the file against the model before any value is read.
+void TrainState::resume(const std::string& path) {
+  ReadOnceLoader loader(plan_.topology, comms_);
+  comm::all_or_none(comms_.world(), [&] {
+    loader.open(path);
+    if (plan_.topology.rank == 0) loader.reader()->expect(specs(true));
+  });
+  comm::all_or_none(comms_.world(), [&] {
+    for (const auto* t : worker_.tensors()) {
+      std::vector<float> host(t->numel);
+      auto& m = *moments_.at(t->stage);
+      loader.fetch(*t, t->name, host);
+      worker_.write_tensor(*t, worker_.params_of(*t), host);
+      loader.fetch(*t, io::exp_avg_name(t->name), host);
+      worker_.write_tensor(*t, m.m.f32(), host);
+      loader.fetch(*t, io::exp_avg_sq_name(t->name), host);
+      worker_.write_tensor(*t, m.v.f32(), host);
+    }
+    loader.finish();
+  });
+  last_load_bytes_ = loader.total_bytes_read();
 }
 
 std::string TrainState::init(const std::string& path) {
-  const io::CheckpointReader reader(path);
-  const io::InitWeights init = io::match_init_weights(reader, specs(false));
-  for (const auto* t : worker_.tensors()) {
-    std::vector<float> host(t->numel);
-    reader.read(init.file_name.at(t->name), host);
-    worker_.write_tensor(*t, worker_.params_of(*t), host);
+  ReadOnceLoader loader(plan_.topology, comms_);
+  io::InitWeights init;
+  // Rank 0 matches the file's names to the model's; the readers get the names they read.
+  comm::all_or_none(comms_.world(), [&] {
+    loader.open(path);
+    if (plan_.topology.rank == 0) init = io::match_init_weights(*loader.reader(), specs(false));
+  });
+  std::string names;
+  for (const auto& [model_name, file_name] : init.file_name)
+    names += model_name + '\n' + file_name + '\n';
+  names = comm::broadcast(comms_.world(), names, 0);
+  init.conversions = comm::broadcast(comms_.world(), init.conversions, 0);
+  for (std::size_t at = 0; at < names.size();) {
+    const std::size_t a = names.find('\n', at), b = names.find('\n', a + 1);
+    init.file_name[names.substr(at, a - at)] = names.substr(a + 1, b - a - 1);
+    at = b + 1;
   }
+  comm::all_or_none(comms_.world(), [&] {
+    for (const auto* t : worker_.tensors()) {
+      std::vector<float> host(t->numel);
+      loader.fetch(*t, init.file_name.at(t->name), host);
+      worker_.write_tensor(*t, worker_.params_of(*t), host);
+    }
+    loader.finish();
+  });
+  last_load_bytes_ = loader.total_bytes_read();
   return init.conversions;
 }
 

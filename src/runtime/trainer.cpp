@@ -32,6 +32,7 @@
 #include "hang_hook.hpp"
 #include "host_memory.hpp"
 #include "nonfinite_guard.hpp"
+#include "read_once.hpp"
 #include "run_compute.hpp"
 #include "step_report.hpp"
 #include "stop_signals.hpp"
@@ -160,10 +161,7 @@ Trainer::Impl::Impl(const TrainRequest& req, MPI_Comm w) : request(req), world(w
     feed.emplace(plan);
     if (!config.checkpoint.dir.empty()) checkpointing.emplace(config, world, rank, hang_hook);
     if (rank != 0) return;
-    if (checkpointing) {
-      const std::string unwritable = checkpointing->directory().prepare();
-      CHIMERA_REQUIRE(unwritable.empty(), "{}", unwritable);
-    }
+    if (checkpointing) checkpointing->claim_directory();
     if (!config.log.metrics.empty()) io::require_writable(config.log.metrics, "--metrics");
     if (!config.log.trace.empty()) io::require_writable(config.log.trace, "--trace");
   });
@@ -193,15 +191,17 @@ void Trainer::Impl::load_start_state() {
   if (!request.init.empty()) {
     std::string conversions;
     comm::all_or_none(world, [&] {
+      if (rank != 0) return;
       const io::CheckpointReader reader(request.init);
       if (reader.is_chimera_checkpoint()) {
         require_same_model(request.init, reader.meta().config, config,
                            "start with the checkpoint's [model] settings");
       }
-      conversions = compute->state().init(request.init);
     });
-    log::info("initialised weights from {}{}", request.init,
-              conversions.empty() ? "" : " (" + conversions + ")");
+    conversions = compute->state().init(request.init);
+    log::info("initialised weights from {}{}{}", request.init,
+              conversions.empty() ? "" : " (" + conversions + ")",
+              describe_load(request.init, compute->state().last_load_bytes()));
     return;
   }
   if (!request.resume) return;
@@ -215,7 +215,7 @@ void Trainer::Impl::load_start_state() {
   for (const auto& path : candidates) {
     io::CheckpointMeta meta;
     try {
-      comm::all_or_none(world, [&] { meta = io::CheckpointReader(path).meta(); });
+      meta = read_meta_once(world, path);
     } catch (const comm::AgreedError& e) {
       log::warn_once("cannot resume from {}: {}; trying the checkpoint before it", path, e.what());
       unusable.push_back(path);
@@ -224,7 +224,7 @@ void Trainer::Impl::load_start_state() {
     // A different model is the user's mistake, not damage: no fallback hides it.
     comm::all_or_none(world, [&] { check_resumable(path, meta); });
     try {
-      comm::all_or_none(world, [&] { compute->state().resume(path); });
+      compute->state().resume(path);
     } catch (const comm::AgreedError& e) {
       if (e.status() != kExitInput) throw;
       log::warn_once("cannot resume from {}: {}; trying the checkpoint before it", path, e.what());
@@ -234,11 +234,12 @@ void Trainer::Impl::load_start_state() {
     start_step = meta.step;
     resume_cursor = meta.data_cursor;
     skipped_steps = meta.skipped_steps;
+    const std::string read = describe_load(path, compute->state().last_load_bytes());
     if (unusable.empty()) {
-      log::info("resumed from {} at step {}", path, start_step);
+      log::info("resumed from {} at step {}{}", path, start_step, read);
     } else {
-      log::info("resumed from {} at step {}, the newest checkpoint that loads (not: {})", path,
-                start_step, fmt::join(unusable, ", "));
+      log::info("resumed from {} at step {}, the newest checkpoint that loads (not: {}){}", path,
+                start_step, fmt::join(unusable, ", "), read);
     }
     return;
   }
@@ -305,13 +306,16 @@ void Trainer::Impl::run() {
       StageCompute& stages = compute->stages();
       stages.zero_grad();
       stages.reset_peak_activation_bytes();
+      if (step + 1 < steps) feed->prefetch(cursor + plan.global_batch);  // while this computes
       const IterationResult r =
           executor.run(step, inputs, plan.loss_scale(), trace.events(), trace.origin_s());
+      feed->wait();  // before any other HDF5 call (validation, a save)
       // Reduce, guard, optimizer.
       const double lr = lr_schedule.at(static_cast<int>(step));
       const LossAndNorm v = reduce_loss_and_norm(world, r, compute->local_grad_squares());
       const NonfiniteGuard::Verdict verdict = guard.judge(v);
       // AdamW counts the updates made: skipped steps do not advance its bias correction.
+      if (checkpointing) checkpointing->before_update();  // a save's snapshot is taken
       if (verdict.finite)
         compute->optimizer_step(static_cast<int>(step - guard.skipped_steps()), lr,
                                 optim::clip_scale(v.grad_norm, config.train.grad_clip));
@@ -345,6 +349,7 @@ void Trainer::Impl::run() {
       // Checkpoint and signals.
       const bool stop_here = request.stop_after > 0 && step + 1 - start_step >= request.stop_after;
       const bool last_save = s.stop() || stop_here || step + 1 == steps;
+      if (checkpointing) checkpointing->poll();  // a background save that has been written
       if (checkpointing && checkpointing->due(step, last_save, verdict.skip)) {
         io::CheckpointMeta meta{step + 1, config.train.seed, cursor + plan.global_batch(),
                                 config.to_toml()};
@@ -365,6 +370,7 @@ void Trainer::Impl::run() {
     throw;  // every rank leaves together (a failed save), with one message
   } catch (const DivergedError& e) {
     // Every rank reached the same verdict in the same step: leave together, without an abort.
+    if (checkpointing) checkpointing->finish_save_in_flight();  // of a good step
     throw comm::AgreedError(e.what(), exit_status(e), rank);
   } catch (const std::exception& e) {
     // Other ranks may be inside a collective or waiting for this rank's messages: end them all.

@@ -28,6 +28,9 @@ class AgreedError : public Error {
 
 void all_or_none(MPI_Comm comm, const std::function<void()>& step);
 
+// `text` on every rank as `root` holds it. Collective over `comm`.
+std::string broadcast(MPI_Comm comm, const std::string& text, int root);
+
 // Where a value must be the same on every rank: the lowest rank whose `value` differs from rank
 // 0's, with both values, known to every rank; nullopt where all ranks hold rank 0's value.
 struct Difference {

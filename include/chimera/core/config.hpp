@@ -86,6 +86,8 @@ struct CheckpointConfig {
   double save_timeout_s = 600.0;  // a save still running after this ends the job (0 = off)
   // A failed save: stop (status 1), or warn and go on.
   SaveErrorPolicy on_save_error = SaveErrorPolicy::Stop;
+  // Write the file on a helper thread from a host snapshot while training goes on.
+  bool async = true;
 };
 
 struct LogConfig {

@@ -57,6 +57,23 @@ bool is_optimizer_state(std::string_view name);        // under "optim/"
 void write_checkpoint_file(MPI_Comm comm, const std::string& path,
                            std::span<const TensorData> tensors, const CheckpointMeta& meta);
 
+// Writing a checkpoint's values without HDF5 (an asynchronous save's helper thread): the file
+// is created collectively with every dataset contiguous and allocated (create_checkpoint_file),
+// then each owner writes its tensors' bytes at their offsets with plain pwrite and fsyncs
+// (write_raw_pieces). The result is the same HDF5 file write_checkpoint_file writes.
+struct RawPiece {
+  std::int64_t offset = 0;  // byte offset of the tensor's values in the file
+  std::span<const float> data;
+};
+// Collective as write_checkpoint_file; the values are not written. Returns this rank's pieces.
+std::vector<RawPiece> create_checkpoint_file(MPI_Comm comm, const std::string& path,
+                                             std::span<const TensorData> tensors,
+                                             const CheckpointMeta& meta);
+// Not collective, no MPI, no HDF5: may run on any thread. "" when written and (`sync`) flushed
+// to disk, else what failed with the system's reason.
+std::string write_raw_pieces(const std::string& path, std::span<const RawPiece> pieces,
+                             bool sync = true);
+
 // A directory of checkpoints `ckpt-<step>.h5` with a `latest` pointer file naming the newest.
 class CheckpointDirectory {
  public:
@@ -75,6 +92,21 @@ class CheckpointDirectory {
   // removed and the previous checkpoints and `latest` stay as they were. Returns the final path.
   std::string save(MPI_Comm comm, std::span<const TensorData> tensors,
                    const CheckpointMeta& meta) const;
+
+  // save() in two collective halves around the values' write, for asynchronous saves:
+  // begin_save does the checks and creates `<final>.tmp` with its values unwritten (this rank's
+  // pieces returned); after each rank has run write_raw_pieces, finish_save agrees on every
+  // rank's outcome (`local_failure`, "" or why not) and only then renames the file and moves
+  // `latest` (failures: as save()). The arguments and errors are those of save().
+  struct StartedSave {
+    std::string temp_path;
+    std::string final_path;
+    std::vector<RawPiece> pieces;
+  };
+  StartedSave begin_save(MPI_Comm comm, std::span<const TensorData> tensors,
+                         const CheckpointMeta& meta) const;
+  std::string finish_save(MPI_Comm comm, const StartedSave& started,
+                          const std::string& local_failure) const;
 
   // Creates the directory and writes a probe file in it: "" when checkpoints can be written
   // there, else the line that says why not. Not collective; one rank runs it at setup (and
@@ -95,6 +127,11 @@ class CheckpointDirectory {
   std::string vanished() const;
 
  private:
+  StartedSave start(MPI_Comm comm, std::span<const TensorData> tensors, const CheckpointMeta& meta,
+                    bool values) const;
+  std::string pointer_path() const;
+  void remove_temporaries(const std::string& temp_path) const;
+
   std::string dir_;
   int keep_;
   mutable bool existed_ = false;  // the directory existed once: do not recreate it if it vanishes
@@ -139,6 +176,8 @@ class CheckpointReader {
   void read(const std::string& name, std::span<float> out) const;
   void read_rows(const std::string& name, std::int64_t row_begin, std::int64_t rows,
                  std::span<float> out) const;
+  // The stored bytes of the tensor values read so far (metadata not counted).
+  std::int64_t tensor_bytes_read() const;
 
  private:
   struct Impl;

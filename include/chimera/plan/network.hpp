@@ -22,6 +22,10 @@ struct Network {
 // the part that is wrong.
 Network parse_network(std::string_view text);
 
+// "100GB/s" (GB/s, MB/s, KB/s, B/s; decimal units) in bytes per millisecond; an InputError
+// naming `flag` unless it is a bandwidth above 0.
+double parse_bandwidth_bytes_per_ms(std::string_view text, std::string_view flag);
+
 // "alpha 5 us, beta 0.1 ns/B (10 GB/s)"
 std::string describe(const Network& network);
 

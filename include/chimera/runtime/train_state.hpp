@@ -3,6 +3,7 @@
 // moments laid out like them, the global-norm clip, and checkpoints. Checkpoints hold every
 // tensor once, by Hugging Face name, whatever D and W: each tensor is written by its owner
 // (replica 0, the lowest worker holding its stage) and read by every rank that holds it.
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <optional>
@@ -22,6 +23,16 @@ namespace chimera::runtime {
 // model (CheckpointReader::expect).
 void read_weights(const io::CheckpointReader& reader, model::GPT2Worker& worker);
 
+// Host copies of the tensors one rank writes to a checkpoint, in the writer's list (every tensor
+// named, the data of the owned ones): the state a save writes while training goes on.
+struct CheckpointSnapshot {
+  std::vector<std::vector<float>> host;  // the owned tensors' values
+  std::vector<io::TensorData> tensors;   // spans into `host`, which a move keeps valid
+  // The spans are the live state (host memory, the CPU backend), not copies: they must be copied
+  // before the state changes (an asynchronous save's helper thread does that).
+  bool live = false;
+};
+
 class TrainState {
  public:
   TrainState(const RunPlan& plan, backend::Backend& backend, model::GPT2Worker& worker,
@@ -39,12 +50,22 @@ class TrainState {
   // Collective over replica 0's pipeline group (the other replicas return at once): writes a
   // checkpoint of the current state into `dir`. Returns the file's path ("" off replica 0).
   std::string save(const io::CheckpointDirectory& dir, const io::CheckpointMeta& meta);
+  // The communicator checkpoints are written over (replica 0's pipeline group; MPI_COMM_NULL on
+  // the other replicas), and this rank's part of a checkpoint of the current state (empty off
+  // replica 0), into `out`, whose buffers are reused. `live_if_host`: where the state is host
+  // memory, point at it instead of copying (CheckpointSnapshot::live).
+  MPI_Comm save_comm() const;
+  void snapshot(CheckpointSnapshot& out, bool live_if_host = false) const;
   // --resume: loads the weights and AdamW moments of the held tensors from a Chimera checkpoint
-  // of this model. Returns the file's metadata.
-  io::CheckpointMeta resume(const std::string& path);
+  // of this model (its metadata: read_meta_once). Collective over the world: each tensor is read
+  // once per job, by its owner, and broadcast to its other holders (AgreedError on failure).
+  void resume(const std::string& path);
   // --init: loads the held weights from a Chimera checkpoint or any file of GPT-2 tensors
-  // (io::match_init_weights). Returns what was converted to float32 ("" when nothing).
+  // (io::match_init_weights), read once per job as by resume(). Returns what was converted to
+  // float32 ("" when nothing).
   std::string init(const std::string& path);
+  // The stored bytes of tensor values the last resume() or init() read, summed over ranks.
+  std::int64_t last_load_bytes() const { return last_load_bytes_; }
 
   // A held tensor (or AdamW moment, optim/exp_avg[_sq]/<name>) in Hugging Face layout; nullopt
   // when this worker holds no copy.
@@ -62,6 +83,7 @@ class TrainState {
   std::map<int, std::unique_ptr<optim::AdamWMoments>> moments_;
   std::map<int, std::vector<optim::ParamRange>> ranges_;
   std::map<int, double> local_squares_;  // the last local_grad_squares(), per buffer key
+  std::int64_t last_load_bytes_ = 0;
 };
 
 }  // namespace chimera::runtime

@@ -43,4 +43,16 @@ inline NamedTensors gpt2_like(int n_layer, int C, int vocab, float version = 0) 
   return t;
 }
 
+// Whether the checkpoint at `path` holds exactly `expected`'s tensors and values.
+inline bool file_holds(const std::string& path, const NamedTensors& expected) {
+  const CheckpointReader reader(path);
+  reader.expect(expected.specs);
+  for (std::size_t i = 0; i < expected.specs.size(); ++i) {
+    std::vector<float> v(expected.values[i].size());
+    reader.read(expected.specs[i].name, v);
+    if (v != expected.values[i]) return false;
+  }
+  return true;
+}
+
 }  // namespace chimera::io::testing

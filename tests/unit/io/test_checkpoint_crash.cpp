@@ -18,16 +18,7 @@ namespace {
 namespace fs = std::filesystem;
 using testing::gpt2_like;
 
-bool matches(const std::string& path, const testing::NamedTensors& expected) {
-  const CheckpointReader reader(path);
-  reader.expect(expected.specs);
-  for (std::size_t i = 0; i < expected.specs.size(); ++i) {
-    std::vector<float> v(expected.values[i].size());
-    reader.read(expected.specs[i].name, v);
-    if (v != expected.values[i]) return false;
-  }
-  return true;
-}
+using testing::file_holds;
 
 TEST(CheckpointCrash, KillDuringWriteLeavesThePreviousCheckpointLoadable) {
   const auto old_model = gpt2_like(1, 8, 16, 0.0f);
@@ -61,17 +52,17 @@ TEST(CheckpointCrash, KillDuringWriteLeavesThePreviousCheckpointLoadable) {
     if (!finished && fs::exists(final_path + ".tmp")) ++killed_mid_write;
     // Whatever the moment: the previous checkpoint loads, `latest` names a complete checkpoint,
     // and a file under the new final name is complete.
-    EXPECT_TRUE(matches(previous, old_model)) << "trial " << trial;
+    EXPECT_TRUE(file_holds(previous, old_model)) << "trial " << trial;
     const auto latest = checkpoints.latest();
     ASSERT_TRUE(latest.has_value());
     if (*latest == previous) {
       EXPECT_EQ(CheckpointReader(*latest).meta().step, 1);
     } else {
       EXPECT_EQ(*latest, final_path);
-      EXPECT_TRUE(matches(*latest, new_model));
+      EXPECT_TRUE(file_holds(*latest, new_model));
     }
     if (finished) {
-      EXPECT_TRUE(matches(final_path, new_model)) << "trial " << trial;
+      EXPECT_TRUE(file_holds(final_path, new_model)) << "trial " << trial;
     }
   }
   EXPECT_GT(killed_mid_write, 0) << "no trial killed the writer mid-write; the test is moot";

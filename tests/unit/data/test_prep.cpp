@@ -35,10 +35,15 @@ fs::path temp_dir(const std::string& name) {
   return dir;
 }
 
-std::vector<std::int32_t> all_tokens(const std::string& path) {
-  const TokenDataset ds = TokenDataset::open({path});
-  std::vector<std::int32_t> tokens(static_cast<std::size_t>(ds.num_tokens()));
-  ds.read_tokens(0, 0, tokens);
+// The token stream of a split: its shards' tokens, concatenated in order.
+std::vector<std::int32_t> all_tokens(const std::vector<std::string>& paths) {
+  const TokenDataset ds = TokenDataset::open(paths);
+  std::vector<std::int32_t> tokens;
+  for (std::size_t s = 0; s < ds.shards().size(); ++s) {
+    std::vector<std::int32_t> shard(static_cast<std::size_t>(ds.shards()[s].tokens));
+    ds.read_tokens(s, 0, shard);
+    tokens.insert(tokens.end(), shard.begin(), shard.end());
+  }
   return tokens;
 }
 
@@ -61,9 +66,9 @@ TEST_F(PrepTest, DocumentsDecodeBackToTheInputs) {
   options.val_fraction = 0;
   options.piece_bytes = 64;  // many pieces: cuts must not change the tokens
   const PrepResult result = prepare_dataset(options);
-  EXPECT_TRUE(result.val_path.empty());
+  EXPECT_TRUE(result.val_paths.empty());
   EXPECT_EQ(result.documents, 2 + 2 + 1);  // two files, literal separators: 2 + 1
-  const auto tokens = all_tokens(result.train_path);
+  const auto tokens = all_tokens(result.train_paths);
   const std::string expected =
       "<|endoftext|>" + read_bytes(kFixture) + "<|endoftext|>" + read_bytes(second);
   EXPECT_EQ(tokenizer_->decode(tokens), expected);
@@ -82,7 +87,7 @@ TEST_F(PrepTest, ValidationSplitTakesTheEndOfEveryBlock) {
   options.val_fraction = 0.25;
   options.split_block = 40;  // 30 train + 10 val tokens per block
   const PrepResult result = prepare_dataset(options);
-  const auto train = all_tokens(result.train_path), val = all_tokens(result.val_path);
+  const auto train = all_tokens(result.train_paths), val = all_tokens(result.val_paths);
   const std::vector<std::int32_t> whole = [&] {
     std::vector<std::int32_t> t{tokenizer_->eos_token()};
     tokenizer_->encode(read_bytes(kFixture), t);
@@ -119,10 +124,10 @@ TEST_F(PrepTest, GzipInputGivesTheSameTokens) {
   options.val_fraction = 0;
   options.inputs = {gz};
   options.output_dir = (dir / "gz").string();
-  const auto from_gz = all_tokens(prepare_dataset(options).train_path);
+  const auto from_gz = all_tokens(prepare_dataset(options).train_paths);
   options.inputs = {kFixture};
   options.output_dir = (dir / "plain").string();
-  EXPECT_EQ(from_gz, all_tokens(prepare_dataset(options).train_path));
+  EXPECT_EQ(from_gz, all_tokens(prepare_dataset(options).train_paths));
 }
 
 TEST_F(PrepTest, InvalidUtf8NamesFileAndOffsetOrIsReplaced) {
@@ -146,7 +151,7 @@ TEST_F(PrepTest, InvalidUtf8NamesFileAndOffsetOrIsReplaced) {
   EXPECT_FALSE(fs::exists(dir / "out" / "train.h5.tmp"));
   options.invalid_utf8 = InvalidUtf8::Replace;
   options.val_fraction = 0;
-  const auto tokens = all_tokens(prepare_dataset(options).train_path);
+  const auto tokens = all_tokens(prepare_dataset(options).train_paths);
   EXPECT_EQ(tokenizer_->decode(tokens), "<|endoftext|>line one\nline two\nbad \xEF\xBF\xBD here\n");
 }
 

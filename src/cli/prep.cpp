@@ -1,4 +1,5 @@
 // `chimera prep`: tokenize a corpus with GPT-2's BPE into HDF5 token datasets (DESIGN §5).
+#include <hdf5.h>
 #include <sched.h>
 #include <unistd.h>
 
@@ -159,6 +160,10 @@ Run add_prep_command(CLI::App& app) {
       ->capture_default_str();
 
   return [o]() -> int {
+    // A file whose writing failed (a full disk) cannot be closed, and HDF5's exit handler, which
+    // closes what is still open, crashes on it: this process leaves its files to the OS instead
+    // (the ones it completed were closed and renamed already; a failed one is removed).
+    H5dont_atexit();
     data::PrepOptions& prep = o->prep;
     CHIMERA_REQUIRE(o->progress_every > 0, "--progress-every {} must be positive (seconds)",
                     o->progress_every);

@@ -1,5 +1,6 @@
 #include "chimera/data/dataset_writer.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -18,9 +19,9 @@ constexpr std::size_t kFlushTokens = std::size_t{1} << 20;
 // A write that fails is the file system's doing (a full disk, a quota, a lost mount), not a bug:
 // one line naming the file and the system's reason.
 [[noreturn]] void fail_write(const std::string& path, int error) {
-  throw InputError(fmt::format("{}: cannot write the token dataset: {} (HDF5: {})", path,
-                               error != 0 ? std::strerror(error) : "write error",
-                               h5::library_error_message()));
+  std::string why = error != 0 ? std::strerror(error) : h5::library_error_message();
+  std::replace(why.begin(), why.end(), '\n', ' ');  // HDF5's messages may span lines
+  throw InputError(fmt::format("{}: cannot write the token dataset: {}", path, why));
 }
 }  // namespace
 

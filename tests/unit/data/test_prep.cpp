@@ -11,49 +11,23 @@
 #include "chimera/data/dataset.hpp"
 #include "chimera/data/prep.hpp"
 #include "chimera/data/tokenizer.hpp"
+#include "prep_testing.hpp"
 
 namespace chimera::data {
 namespace {
 
 namespace fs = std::filesystem;
 
-const std::string kTokenizerDir = std::string(CHIMERA_SOURCE_DIR) + "/inputs/gpt2-tokenizer";
+using namespace testing;  // the prep test helpers (prep_testing.hpp)
+
 const std::string kFixture =
     std::string(CHIMERA_SOURCE_DIR) + "/tests/unit/data/fixtures/multilingual.txt";
 
-std::string read_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 fs::path temp_dir(const std::string& name) {
-  const fs::path dir = fs::path(::testing::TempDir()) / "chimera_prep_test" / name;
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
+  return testing::temp_dir("chimera_prep_test", name);
 }
 
-// The token stream of a split: its shards' tokens, concatenated in order.
-std::vector<std::int32_t> all_tokens(const std::vector<std::string>& paths) {
-  const TokenDataset ds = TokenDataset::open(paths);
-  std::vector<std::int32_t> tokens;
-  for (std::size_t s = 0; s < ds.shards().size(); ++s) {
-    std::vector<std::int32_t> shard(static_cast<std::size_t>(ds.shards()[s].tokens));
-    ds.read_tokens(s, 0, shard);
-    tokens.insert(tokens.end(), shard.begin(), shard.end());
-  }
-  return tokens;
-}
-
-class PrepTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() { tokenizer_ = new Tokenizer(Tokenizer::load(kTokenizerDir)); }
-  static void TearDownTestSuite() { delete tokenizer_; }
-  static Tokenizer* tokenizer_;
-};
-Tokenizer* PrepTest::tokenizer_ = nullptr;
+class PrepTest : public WithTokenizer {};
 
 TEST_F(PrepTest, DocumentsDecodeBackToTheInputs) {
   const fs::path dir = temp_dir("documents");

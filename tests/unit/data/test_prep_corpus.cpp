@@ -17,44 +17,21 @@
 #include "chimera/data/prep_state.hpp"
 #include "chimera/data/shard_paths.hpp"
 #include "chimera/data/tokenizer.hpp"
+#include "prep_testing.hpp"
 
 namespace chimera::data {
 namespace {
 
 namespace fs = std::filesystem;
 
+using namespace testing;  // the prep test helpers (prep_testing.hpp)
+
 const std::string kSource = CHIMERA_SOURCE_DIR;
-const std::string kTokenizerDir = kSource + "/inputs/gpt2-tokenizer";
 const std::string kFixtures = kSource + "/tests/unit/data/fixtures/";
 const std::string kAusten = kSource + "/inputs/austen/austen.txt.gz";
 
-std::string read_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-void write_bytes(const std::string& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary) << bytes;
-}
-
 fs::path temp_dir(const std::string& name) {
-  const fs::path dir = fs::path(::testing::TempDir()) / "chimera_prep_corpus_test" / name;
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
-
-std::vector<std::int32_t> all_tokens(const std::vector<std::string>& paths) {
-  const TokenDataset ds = TokenDataset::open(paths);
-  std::vector<std::int32_t> tokens;
-  for (std::size_t s = 0; s < ds.shards().size(); ++s) {
-    std::vector<std::int32_t> shard(static_cast<std::size_t>(ds.shards()[s].tokens));
-    ds.read_tokens(s, 0, shard);
-    tokens.insert(tokens.end(), shard.begin(), shard.end());
-  }
-  return tokens;
+  return testing::temp_dir("chimera_prep_corpus_test", name);
 }
 
 // Train and val streams, one after the other.
@@ -102,13 +79,7 @@ std::string error_of(const PrepOptions& options) {
   return "(no InputError)";
 }
 
-class PrepCorpusTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() { tokenizer_ = new Tokenizer(Tokenizer::load(kTokenizerDir)); }
-  static void TearDownTestSuite() { delete tokenizer_; }
-  static Tokenizer* tokenizer_;
-};
-Tokenizer* PrepCorpusTest::tokenizer_ = nullptr;
+class PrepCorpusTest : public WithTokenizer {};
 
 // GPT-2's ids of the multilingual fixture (from the Python reference), read through JSON lines
 // in every compression, at 1 and 3 threads, sharded or not.

@@ -187,7 +187,7 @@ Run add_prep_command(CLI::App& app) {
     }
     const double mb = static_cast<double>(result.text_bytes) / 1e6;
     log::info(
-        "prep: {} documents{}, {:.2f} MB of text{} -> {} train tokens ({}){} in {:.2f} s "
+        "prep: {} documents{}, {:.2f} MB of input{} -> {} train tokens ({}){} in {:.2f} s "
         "({:.1f} MB/s, {} threads)",
         result.documents,
         result.bad_lines > 0 ? fmt::format(" ({} bad lines skipped)", result.bad_lines) : "", mb,

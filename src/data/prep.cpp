@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <exception>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -286,10 +287,18 @@ PrepResult prepare_dataset(const PrepOptions& options) {
                     options.skip_bad_lines ? " or skipped as bad" : "");
   };
   bool more = true;
+  // A reading error (an empty or unreadable file) waits until the pieces before it are done, so
+  // that the error reported is the first in corpus order, whatever the read-ahead.
+  std::exception_ptr read_error;
   while (true) {
     while (more && pool.in_flight() < window) {
       CorpusPiece piece;
-      more = reader.next(piece);
+      try {
+        more = reader.next(piece);
+      } catch (const InputError&) {
+        read_error = std::current_exception();
+        more = false;
+      }
       if (more) pool.submit(std::move(piece));
     }
     if (pool.in_flight() == 0) break;
@@ -328,6 +337,7 @@ PrepResult prepare_dataset(const PrepOptions& options) {
       options.on_progress({result.text_bytes, e.piece.disk_done, total_disk_bytes, at.documents,
                            train.routed() + (val ? val->routed() : 0), clock.seconds()});
   }
+  if (read_error) std::rethrow_exception(read_error);
   check_file_had_documents();
   CHIMERA_REQUIRE(at.documents > 0, "the corpus ({}{}) holds no documents", options.inputs.front(),
                   options.inputs.size() > 1

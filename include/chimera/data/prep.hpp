@@ -29,7 +29,7 @@
 namespace chimera::data {
 
 struct PrepProgress {
-  std::uint64_t text_bytes = 0;  // uncompressed text tokenized by this run
+  std::uint64_t text_bytes = 0;  // uncompressed input (text or JSON lines) read by this run
   std::uint64_t disk_bytes = 0;  // input bytes on disk consumed so far (compressed for .gz/.zst)
   std::uint64_t disk_total = 0;  // size on disk of all input files
   std::int64_t documents = 0;    // documents so far (of earlier runs too, when resumed)
@@ -64,7 +64,7 @@ struct PrepResult {
   std::int64_t documents = 0;     // of earlier runs too, when resumed
   std::int64_t bad_lines = 0;     // skipped under skip_bad_lines
   std::string first_bad_line;     // the first of them, "FILE: line N: why" (this run)
-  std::uint64_t text_bytes = 0;   // uncompressed text tokenized by this run
+  std::uint64_t text_bytes = 0;   // uncompressed input (text or JSON lines) read by this run
   bool resumed = false;           // continued an interrupted run
   bool already_finished = false;  // resume found the run complete; nothing was done
   double seconds = 0;

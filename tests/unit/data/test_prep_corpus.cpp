@@ -191,6 +191,17 @@ TEST_F(PrepCorpusTest, MalformedLinesNameFileAndLineOrAreSkippedAndCounted) {
     const std::string message = error_of(o);
     EXPECT_NE(message.find(path + ": line 2: " + why), std::string::npos) << message;
   }
+
+  // The first error in corpus order is the one reported, whatever the read-ahead: not the empty
+  // file after the bad line.
+  const std::string empty = (dir / "empty.jsonl").string();
+  write_bytes(empty, "");
+  o.inputs = {path, empty};
+  for (const int threads : {1, 3}) {
+    o.threads = threads;
+    const std::string message = error_of(o);
+    EXPECT_NE(message.find(path + ": line 2: "), std::string::npos) << message;
+  }
 }
 
 TEST_F(PrepCorpusTest, InvalidUtf8NamesFileLineAndByteOffset) {

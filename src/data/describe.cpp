@@ -4,12 +4,12 @@
 #include <filesystem>
 #include <map>
 #include <optional>
-#include <regex>
 #include <sstream>
 
 #include "chimera/core/error.hpp"
 #include "chimera/data/dataset.hpp"
 #include "chimera/data/prep_state.hpp"
+#include "chimera/data/shard_writer.hpp"
 #include "chimera/data/tokenizer.hpp"
 
 namespace chimera::data {
@@ -105,16 +105,14 @@ std::string describe_dataset(const std::string& path, const DatasetDescribeOptio
 std::string describe_dataset_directory(const std::string& dir,
                                        const DatasetDescribeOptions& options) {
   namespace fs = std::filesystem;
-  static const std::regex kName(R"((train|val)(-(\d{5,}))?\.h5)");
   // split -> (number or -1 for the unsharded file, path), in name order.
   std::map<std::string, std::map<long, std::string>> splits;
   std::vector<std::string> partial;
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     const std::string name = entry.path().filename().string();
-    std::smatch m;
-    if (std::regex_match(name, m, kName))
-      splits[m[1]][m[3].matched ? std::stol(m[3]) : -1] = entry.path().string();
+    if (const auto shard = parse_shard_name(name))
+      splits[shard->stem][shard->number] = entry.path().string();
     else if (name.ends_with(".h5.tmp"))
       partial.push_back(name);
   }

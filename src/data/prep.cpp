@@ -6,7 +6,6 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <regex>
 
 #include "chimera/core/error.hpp"
 #include "chimera/core/timer.hpp"
@@ -113,16 +112,25 @@ std::string settings_difference(const std::string& now, const std::string& befor
 // Shards and state of an earlier prep in `dir`, which a fresh run replaces: left in place,
 // a glob over the new shards would also pick up stale ones.
 int remove_earlier_shards(const std::string& dir) {
-  static const std::regex kShard(R"((train|val)-\d{5,}\.h5(\.tmp)?|prep-state\.json(\.tmp)?)");
   int removed = 0;
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
-    if (std::regex_match(entry.path().filename().string(), kShard)) {
+    std::string name = entry.path().filename().string();
+    if (name.ends_with(".tmp")) name.resize(name.size() - 4);
+    const auto shard = parse_shard_name(name);
+    if ((shard && shard->number >= 0) || name == kPrepStateFile) {
       fs::remove(entry.path(), ec);
       ++removed;
     }
   }
   return removed;
+}
+
+// "x.jsonl", "x.json.gz", "x.jsonl.zst", ...: a name that promises JSON.
+bool json_file_name(std::string_view name) {
+  for (const std::string_view suffix : {".gz", ".zst"})
+    if (name.ends_with(suffix)) name.remove_suffix(suffix.size());
+  return name.ends_with(".jsonl") || name.ends_with(".json");
 }
 
 // Complete shards named by a state must be on disk with exactly `shard_tokens` tokens (the last
@@ -190,11 +198,10 @@ PrepResult prepare_dataset(const PrepOptions& options) {
                   "--skip-bad-lines applies to JSON lines: pass --jsonl-key KEY too");
   std::uint64_t total_disk_bytes = 0;
   std::vector<std::uint64_t> sizes;
-  static const std::regex kJsonName(R"(.*\.jsonl?(\.gz|\.zst)?)");
   for (const std::string& input : options.inputs) {
     std::error_code ec;
     CHIMERA_REQUIRE(fs::is_regular_file(input, ec), "{}: no such input file", input);
-    CHIMERA_REQUIRE(!options.jsonl_key.empty() || !std::regex_match(input, kJsonName),
+    CHIMERA_REQUIRE(!options.jsonl_key.empty() || !json_file_name(input),
                     "{}: looks like JSON lines: pass --jsonl-key KEY (e.g. --jsonl-key text) to "
                     "read the documents under KEY, rather than tokenizing the JSON as text",
                     input);

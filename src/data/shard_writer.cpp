@@ -11,6 +11,22 @@ std::string shard_path(const std::string& dir, const std::string& stem, int inde
   return (std::filesystem::path(dir) / fmt::format("{}-{:05d}.h5", stem, index)).string();
 }
 
+std::optional<ShardName> parse_shard_name(std::string_view filename) {
+  if (!filename.ends_with(".h5")) return std::nullopt;
+  std::string_view base = filename.substr(0, filename.size() - 3);
+  for (const std::string_view stem : {"train", "val"}) {
+    if (!base.starts_with(stem)) continue;
+    const std::string_view rest = base.substr(stem.size());
+    if (rest.empty()) return ShardName{std::string(stem), -1};
+    const std::string_view digits = rest.substr(1);
+    if (rest.front() != '-' || digits.size() < 5 || digits.size() > 9 ||
+        !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
+      return std::nullopt;
+    return ShardName{std::string(stem), std::stol(std::string(digits))};
+  }
+  return std::nullopt;
+}
+
 ShardWriter::ShardWriter(std::string dir, std::string stem, std::int64_t shard_tokens,
                          DatasetLabels labels, int complete_shards, std::int64_t routed)
     : dir_(std::move(dir)),

@@ -8,6 +8,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "chimera/data/dataset_writer.hpp"
@@ -22,6 +23,14 @@ struct DatasetLabels {
 
 // "<dir>/<stem>-00042.h5".
 std::string shard_path(const std::string& dir, const std::string& stem, int index);
+
+// A file name of prep's output: "train.h5" / "val.h5" (number -1) or "train-00042.h5" /
+// "val-00042.h5" (five or more digits); nullopt for any other name.
+struct ShardName {
+  std::string stem;  // "train" or "val"
+  long number = -1;
+};
+std::optional<ShardName> parse_shard_name(std::string_view filename);
 
 class ShardWriter {
  public:

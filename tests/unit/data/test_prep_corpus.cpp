@@ -54,9 +54,13 @@ void write_gzip(const std::string& path, const std::string& bytes) {
   gzclose(out);
 }
 
+// With a checksum, as the zstd command line writes by default.
 void write_zstd(const std::string& path, const std::string& bytes) {
   std::string out(ZSTD_compressBound(bytes.size()), '\0');
-  const std::size_t n = ZSTD_compress(out.data(), out.size(), bytes.data(), bytes.size(), 3);
+  ZSTD_CCtx* context = ZSTD_createCCtx();
+  ZSTD_CCtx_setParameter(context, ZSTD_c_checksumFlag, 1);
+  const std::size_t n = ZSTD_compress2(context, out.data(), out.size(), bytes.data(), bytes.size());
+  ZSTD_freeCCtx(context);
   ASSERT_EQ(ZSTD_isError(n), 0U);
   out.resize(n);
   write_bytes(path, out);
@@ -262,6 +266,24 @@ TEST_F(PrepCorpusTest, EmptyInputsAndEmptyCorporaAreErrorsNamingThem) {
   // A .jsonl file read as text is refused: the JSON would be tokenized as prose.
   what = error_of(options_for(dir / "out", {bad}));
   EXPECT_NE(what.find("--jsonl-key"), std::string::npos) << what;
+}
+
+TEST_F(PrepCorpusTest, DamagedCompressedInputIsAnErrorNamingTheFile) {
+  const fs::path dir = temp_dir("damaged");
+  const std::string text = read_bytes(kFixtures + "multilingual.txt");
+  const std::string zst = (dir / "c.txt.zst").string();
+  write_zstd(zst, text);
+  std::string bytes = read_bytes(zst);
+  EXPECT_EQ(read_text_file(zst), text);
+  write_bytes(zst, bytes.substr(0, bytes.size() / 2));
+  std::string what = error_of(options_for(dir / "out", {zst}));
+  EXPECT_NE(what.find(zst + ": the zstd data is truncated"), std::string::npos) << what;
+  bytes[bytes.size() / 2] = static_cast<char>(bytes[bytes.size() / 2] ^ 0x5A);
+  bytes[bytes.size() / 2 + 1] = static_cast<char>(bytes[bytes.size() / 2 + 1] ^ 0x5A);
+  write_bytes(zst, bytes);
+  what = error_of(options_for(dir / "out", {zst}));
+  EXPECT_EQ(what.rfind(zst + ": damaged zstd data", 0), 0U) << what;
+  EXPECT_FALSE(fs::exists(dir / "out" / "train.h5"));
 }
 
 TEST_F(PrepCorpusTest, ShardsAreGlobbedInNameOrder) {

@@ -27,6 +27,8 @@ add_library(chimera_blis INTERFACE)
 target_include_directories(chimera_blis SYSTEM INTERFACE ${BLIS_INCLUDE_DIR})
 target_link_libraries(chimera_blis INTERFACE ${BLIS_LIBRARY} OpenMP::OpenMP_CXX)
 pkg_check_modules(PCRE2 REQUIRED IMPORTED_TARGET libpcre2-8)
+# zstd-compressed corpora (`chimera prep` reads .zst): Debian libzstd-dev.
+pkg_check_modules(ZSTD REQUIRED IMPORTED_TARGET libzstd)
 
 # oneDNN (Debian libdnnl-dev) for the CPU backend's bf16 GEMMs: its matmul picks AMX or
 # AVX-512-BF16 kernels from the CPU. Built with OpenMP, it shares our thread pool. Found by hand:

@@ -1,6 +1,7 @@
 // `chimera inspect`: describe a token dataset, a checkpoint, a schedule JSON or a Chrome trace.
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <optional>
 
 #include "chimera/core/error.hpp"
@@ -60,11 +61,12 @@ Run add_inspect_command(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "inspect",
       "Describe files by their content: a token dataset (tokens, samples per T, vocabulary, a\n"
-      "decoded snippet), a checkpoint (step, config, tensor table with shapes and norms), a\n"
-      "schedule JSON (scheme, sizes, ops per worker) or a Chrome trace (busy time per rank)");
+      "decoded snippet), a directory from `chimera prep` (its splits and shards), a checkpoint\n"
+      "(step, config, tensor table with shapes and norms), a schedule JSON (scheme, sizes, ops\n"
+      "per worker) or a Chrome trace (busy time per rank)");
   auto o = std::make_shared<InspectOptions>();
   o->dataset.tokenizer_dir = "inputs/gpt2-tokenizer";
-  cmd->add_option("files", o->files, "Files to describe")->required();
+  cmd->add_option("files", o->files, "Files (or prep output directories) to describe")->required();
   cmd->add_option("--tokenizer", o->dataset.tokenizer_dir,
                   "Datasets: GPT-2 tokenizer directory for decoding (ids only if unavailable)")
       ->capture_default_str();
@@ -93,6 +95,12 @@ Run add_inspect_command(CLI::App& app) {
     o->checkpoint.guess_model = guess_gpt2;
     for (const std::string& file : o->files) {
       std::string text;
+      std::error_code ec;
+      if (std::filesystem::is_directory(file, ec)) {
+        text = data::describe_dataset_directory(file, o->dataset);
+        std::fwrite(text.data(), 1, text.size(), stdout);
+        continue;
+      }
       switch (io::detect_file_kind(file)) {
         case io::FileKind::TokenDataset:
           text = o->decode_all ? data::decode_dataset(file, o->dataset.tokenizer_dir)

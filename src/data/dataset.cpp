@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "chimera/core/error.hpp"
+#include "chimera/data/shard_paths.hpp"
 #include "chimera/h5/check.hpp"
 #include "chimera/h5/file.hpp"
 #include "chimera/h5/stored_data.hpp"
@@ -67,8 +68,10 @@ std::string or_absent(const std::optional<T>& value) {
 
 }  // namespace
 
-TokenDataset TokenDataset::open(const std::vector<std::string>& paths, std::int64_t vocabulary) {
-  CHIMERA_REQUIRE(!paths.empty(), "no token dataset files given (expected one or more .h5 shards)");
+TokenDataset TokenDataset::open(const std::vector<std::string>& entries, std::int64_t vocabulary) {
+  CHIMERA_REQUIRE(!entries.empty(),
+                  "no token dataset files given (expected one or more .h5 shards)");
+  const std::vector<std::string> paths = expand_shard_paths(entries);
   CHIMERA_CHECK(vocabulary >= 0 && vocabulary <= kMaxTokenLimit, "vocabulary {}", vocabulary);
   TokenDataset ds;
   ds.token_limit_ = vocabulary > 0 ? vocabulary : kMaxTokenLimit;

@@ -1,5 +1,8 @@
 #include "chimera/data/dataset_writer.hpp"
 
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 
 #include "chimera/core/error.hpp"
@@ -12,6 +15,14 @@ namespace chimera::data {
 namespace {
 // Tokens are buffered and written a chunk-multiple at a time.
 constexpr std::size_t kFlushTokens = std::size_t{1} << 20;
+
+// A write that fails is the file system's doing (a full disk, a quota, a lost mount), not a bug:
+// one line naming the file and the system's reason.
+[[noreturn]] void fail_write(const std::string& path, int error) {
+  std::string why = error != 0 ? std::strerror(error) : h5::library_error_message();
+  std::replace(why.begin(), why.end(), '\n', ' ');  // HDF5's messages may span lines
+  throw InputError(fmt::format("{}: cannot write the token dataset: {}", path, why));
+}
 }  // namespace
 
 TokenDatasetWriter::TokenDatasetWriter(std::string path, int vocab_size, std::int32_t eos_token,
@@ -28,6 +39,8 @@ TokenDatasetWriter::TokenDatasetWriter(std::string path, int vocab_size, std::in
   h5::Handle space = h5::dataspace_handle(H5_CHECK(H5Screate_simple(1, &initial, &unlimited)));
   h5::Handle create = h5::plist_handle(H5_CHECK(H5Pcreate(H5P_DATASET_CREATE)));
   H5_CHECK(H5Pset_chunk(create.get(), 1, &chunk));
+  // No creation/modification times in the object header: the same tokens give the same bytes.
+  H5_CHECK(H5Pset_obj_track_times(create.get(), false));
   dataset_ =
       h5::dataset_handle(H5_CHECK(H5Dcreate2(file_.get(), kTokensDataset, file_type_, space.get(),
                                              H5P_DEFAULT, create.get(), H5P_DEFAULT),
@@ -60,13 +73,14 @@ void TokenDatasetWriter::flush() {
   if (pending_.empty()) return;
   const hsize_t start = static_cast<hsize_t>(written_), count = pending_.size();
   const hsize_t new_size = start + count;
-  H5_CHECK(H5Dset_extent(dataset_.get(), &new_size), "growing /tokens in {}", temp_path_);
+  errno = 0;
+  if (H5Dset_extent(dataset_.get(), &new_size) < 0) fail_write(temp_path_, errno);
   h5::Handle file_space = h5::dataspace_handle(H5_CHECK(H5Dget_space(dataset_.get())));
   H5_CHECK(H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, &start, nullptr, &count, nullptr));
   h5::Handle memory_space = h5::dataspace_handle(H5_CHECK(H5Screate_simple(1, &count, nullptr)));
-  H5_CHECK(H5Dwrite(dataset_.get(), H5T_NATIVE_INT32, memory_space.get(), file_space.get(),
-                    H5P_DEFAULT, pending_.data()),
-           "writing tokens to {}", temp_path_);
+  if (H5Dwrite(dataset_.get(), H5T_NATIVE_INT32, memory_space.get(), file_space.get(), H5P_DEFAULT,
+               pending_.data()) < 0)
+    fail_write(temp_path_, errno);
   written_ += static_cast<std::int64_t>(count);
   pending_.clear();
 }
@@ -74,8 +88,8 @@ void TokenDatasetWriter::flush() {
 void TokenDatasetWriter::finish() {
   CHIMERA_CHECK(!finished_, "{} finished twice", path_);
   flush();
-  dataset_.reset();
-  H5_CHECK(file_.close(), "closing {}", temp_path_);
+  errno = 0;
+  if (dataset_.close() < 0 || file_.close() < 0) fail_write(temp_path_, errno);
   std::error_code ec;
   std::filesystem::rename(temp_path_, path_, ec);
   CHIMERA_REQUIRE(!ec, "cannot rename {} to {}: {}", temp_path_, path_, ec.message());

@@ -98,9 +98,20 @@ struct Tokenizer::Impl {
                              std::equal_to<>>
       cache;
 
+  void compile_pattern();
   void bpe(std::string_view word, std::vector<std::int32_t>& out) const;
   void encode_pieces(std::string_view text, std::vector<std::int32_t>& out) const;
 };
+
+void Tokenizer::Impl::compile_pattern() {
+  int error = 0;
+  PCRE2_SIZE error_offset = 0;
+  pattern.reset(pcre2_compile(reinterpret_cast<PCRE2_SPTR>(kPattern.data()), kPattern.size(),
+                              PCRE2_UTF | PCRE2_UCP, &error, &error_offset, nullptr));
+  CHIMERA_CHECK(pattern != nullptr, "GPT-2 pattern does not compile (PCRE2 error {})", error);
+  jit = pcre2_jit_compile(pattern.get(), PCRE2_JIT_COMPLETE) == 0;
+  match.reset(pcre2_match_data_create_from_pattern(pattern.get(), nullptr));
+}
 
 Tokenizer::Tokenizer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Tokenizer::Tokenizer(Tokenizer&&) noexcept = default;
@@ -193,13 +204,18 @@ Tokenizer Tokenizer::load(const std::string& dir) {
   }
   CHIMERA_REQUIRE(rank > 0, "{}: has no merges", merges_path);
 
-  int error = 0;
-  PCRE2_SIZE error_offset = 0;
-  impl->pattern.reset(pcre2_compile(reinterpret_cast<PCRE2_SPTR>(kPattern.data()), kPattern.size(),
-                                    PCRE2_UTF | PCRE2_UCP, &error, &error_offset, nullptr));
-  CHIMERA_CHECK(impl->pattern != nullptr, "GPT-2 pattern does not compile (PCRE2 error {})", error);
-  impl->jit = pcre2_jit_compile(impl->pattern.get(), PCRE2_JIT_COMPLETE) == 0;
-  impl->match.reset(pcre2_match_data_create_from_pattern(impl->pattern.get(), nullptr));
+  impl->compile_pattern();
+  return Tokenizer(std::move(impl));
+}
+
+Tokenizer Tokenizer::clone() const {
+  auto impl = std::make_unique<Impl>();
+  impl->bytes_of = impl_->bytes_of;
+  impl->id_of = impl_->id_of;
+  impl->byte_token = impl_->byte_token;
+  impl->merges = impl_->merges;
+  impl->eos = impl_->eos;
+  impl->compile_pattern();
   return Tokenizer(std::move(impl));
 }
 
@@ -285,12 +301,16 @@ void Tokenizer::Impl::encode_pieces(std::string_view text, std::vector<std::int3
 }
 
 std::vector<std::int32_t> Tokenizer::encode_ordinary(std::string_view text) const {
+  std::vector<std::int32_t> out;
+  encode_ordinary(text, out);
+  return out;
+}
+
+void Tokenizer::encode_ordinary(std::string_view text, std::vector<std::int32_t>& out) const {
   const auto bad = first_invalid_utf8(text);
   CHIMERA_REQUIRE(!bad, "invalid UTF-8 at byte offset {} (byte 0x{:02X})", *bad,
                   static_cast<unsigned char>(text[*bad]));
-  std::vector<std::int32_t> out;
   impl_->encode_pieces(text, out);
-  return out;
 }
 
 void Tokenizer::encode(std::string_view text, std::vector<std::int32_t>& out,

@@ -41,13 +41,13 @@ struct TokenAt {
 
 class TokenDataset {
  public:
-  // Opens and validates every shard: `/tokens` present, 1-D, of an integer type of 8 to 64 bits;
-  // the optional attributes readable and the same in every shard (present in all or none), and
-  // 0 <= eos_token < vocab_size where given. Every problem is an InputError naming the file.
-  // Every token read must be in [0, vocabulary): the model's vocab_size for training and
-  // evaluation (whatever vocab_size the file declares); with vocabulary = 0 (inspect), any
-  // non-negative int32.
-  static TokenDataset open(const std::vector<std::string>& paths, std::int64_t vocabulary = 0);
+  // Opens and validates every shard (each entry a file or a glob pattern, shard_paths.hpp):
+  // `/tokens` present, 1-D, of an integer type of 8 to 64 bits; the optional attributes readable
+  // and the same in every shard (present in all or none), and 0 <= eos_token < vocab_size where
+  // given. Every problem is an InputError naming the file. Every token read must be in [0,
+  // vocabulary): the model's vocab_size for training and evaluation (whatever vocab_size the file
+  // declares); with vocabulary = 0 (inspect), any non-negative int32.
+  static TokenDataset open(const std::vector<std::string>& entries, std::int64_t vocabulary = 0);
 
   // The attributes as the files declare them; nullopt when absent.
   std::optional<std::int64_t> vocab_size() const { return vocab_size_; }

@@ -14,6 +14,12 @@ struct DatasetDescribeOptions {
 };
 std::string describe_dataset(const std::string& path, const DatasetDescribeOptions& options);
 
+// A directory that `chimera prep` wrote: its splits (train.h5 / val.h5, or shards
+// train-00000.h5, ...), each with its shard count, tokens, samples per sequence length, missing
+// shard numbers, and whether a sharded prep finished (prep-state.json). Reads metadata only.
+std::string describe_dataset_directory(const std::string& dir,
+                                       const DatasetDescribeOptions& options);
+
 // The whole file decoded back to text (for the prep -> inspect round trip).
 std::string decode_dataset(const std::string& path, const std::string& tokenizer_dir);
 

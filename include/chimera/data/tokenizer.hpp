@@ -4,7 +4,7 @@
 // lowest rank first, with a cache of the words already seen. Ids equal those of GPT-2's
 // encoder.py (and of tiktoken's "gpt2" encoding) on any valid UTF-8 text.
 //
-// Not thread-safe: encode() fills the word cache. Use one Tokenizer per thread.
+// Not thread-safe: encode() fills the word cache. Use one Tokenizer per thread (clone()).
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -24,6 +24,10 @@ class Tokenizer {
   // line for anything malformed.
   static Tokenizer load(const std::string& dir);
 
+  // A tokenizer with the same vocabulary and merges and an empty word cache, for another thread
+  // (much cheaper than loading the files again).
+  Tokenizer clone() const;
+
   Tokenizer(Tokenizer&&) noexcept;
   Tokenizer& operator=(Tokenizer&&) noexcept;
   ~Tokenizer();
@@ -32,6 +36,7 @@ class Tokenizer {
   // characters, like GPT-2's encoder.py. `text` must be valid UTF-8: otherwise InputError naming
   // the byte offset (add `offset_base` to report offsets within a larger file).
   std::vector<std::int32_t> encode_ordinary(std::string_view text) const;
+  void encode_ordinary(std::string_view text, std::vector<std::int32_t>& out) const;  // appends
   // Like encode_ordinary, but each literal "<|endoftext|>" becomes eos_token() (as Hugging Face's
   // GPT2Tokenizer and tiktoken with allowed_special do). Appends to `out`.
   void encode(std::string_view text, std::vector<std::int32_t>& out,

@@ -11,44 +11,23 @@
 #include "chimera/data/dataset.hpp"
 #include "chimera/data/prep.hpp"
 #include "chimera/data/tokenizer.hpp"
+#include "prep_testing.hpp"
 
 namespace chimera::data {
 namespace {
 
 namespace fs = std::filesystem;
 
-const std::string kTokenizerDir = std::string(CHIMERA_SOURCE_DIR) + "/inputs/gpt2-tokenizer";
+using namespace testing;  // the prep test helpers (prep_testing.hpp)
+
 const std::string kFixture =
     std::string(CHIMERA_SOURCE_DIR) + "/tests/unit/data/fixtures/multilingual.txt";
 
-std::string read_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 fs::path temp_dir(const std::string& name) {
-  const fs::path dir = fs::path(::testing::TempDir()) / "chimera_prep_test" / name;
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
+  return testing::temp_dir("chimera_prep_test", name);
 }
 
-std::vector<std::int32_t> all_tokens(const std::string& path) {
-  const TokenDataset ds = TokenDataset::open({path});
-  std::vector<std::int32_t> tokens(static_cast<std::size_t>(ds.num_tokens()));
-  ds.read_tokens(0, 0, tokens);
-  return tokens;
-}
-
-class PrepTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() { tokenizer_ = new Tokenizer(Tokenizer::load(kTokenizerDir)); }
-  static void TearDownTestSuite() { delete tokenizer_; }
-  static Tokenizer* tokenizer_;
-};
-Tokenizer* PrepTest::tokenizer_ = nullptr;
+class PrepTest : public WithTokenizer {};
 
 TEST_F(PrepTest, DocumentsDecodeBackToTheInputs) {
   const fs::path dir = temp_dir("documents");
@@ -61,9 +40,9 @@ TEST_F(PrepTest, DocumentsDecodeBackToTheInputs) {
   options.val_fraction = 0;
   options.piece_bytes = 64;  // many pieces: cuts must not change the tokens
   const PrepResult result = prepare_dataset(options);
-  EXPECT_TRUE(result.val_path.empty());
+  EXPECT_TRUE(result.val_paths.empty());
   EXPECT_EQ(result.documents, 2 + 2 + 1);  // two files, literal separators: 2 + 1
-  const auto tokens = all_tokens(result.train_path);
+  const auto tokens = all_tokens(result.train_paths);
   const std::string expected =
       "<|endoftext|>" + read_bytes(kFixture) + "<|endoftext|>" + read_bytes(second);
   EXPECT_EQ(tokenizer_->decode(tokens), expected);
@@ -82,7 +61,7 @@ TEST_F(PrepTest, ValidationSplitTakesTheEndOfEveryBlock) {
   options.val_fraction = 0.25;
   options.split_block = 40;  // 30 train + 10 val tokens per block
   const PrepResult result = prepare_dataset(options);
-  const auto train = all_tokens(result.train_path), val = all_tokens(result.val_path);
+  const auto train = all_tokens(result.train_paths), val = all_tokens(result.val_paths);
   const std::vector<std::int32_t> whole = [&] {
     std::vector<std::int32_t> t{tokenizer_->eos_token()};
     tokenizer_->encode(read_bytes(kFixture), t);
@@ -119,10 +98,10 @@ TEST_F(PrepTest, GzipInputGivesTheSameTokens) {
   options.val_fraction = 0;
   options.inputs = {gz};
   options.output_dir = (dir / "gz").string();
-  const auto from_gz = all_tokens(prepare_dataset(options).train_path);
+  const auto from_gz = all_tokens(prepare_dataset(options).train_paths);
   options.inputs = {kFixture};
   options.output_dir = (dir / "plain").string();
-  EXPECT_EQ(from_gz, all_tokens(prepare_dataset(options).train_path));
+  EXPECT_EQ(from_gz, all_tokens(prepare_dataset(options).train_paths));
 }
 
 TEST_F(PrepTest, InvalidUtf8NamesFileAndOffsetOrIsReplaced) {
@@ -146,7 +125,7 @@ TEST_F(PrepTest, InvalidUtf8NamesFileAndOffsetOrIsReplaced) {
   EXPECT_FALSE(fs::exists(dir / "out" / "train.h5.tmp"));
   options.invalid_utf8 = InvalidUtf8::Replace;
   options.val_fraction = 0;
-  const auto tokens = all_tokens(prepare_dataset(options).train_path);
+  const auto tokens = all_tokens(prepare_dataset(options).train_paths);
   EXPECT_EQ(tokenizer_->decode(tokens), "<|endoftext|>line one\nline two\nbad \xEF\xBF\xBD here\n");
 }
 

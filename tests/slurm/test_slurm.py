@@ -46,7 +46,7 @@ def setUpModule():
     conf = subprocess.run([str(SLURM_LOCAL), "env"], capture_output=True, text=True, check=True)
     ENV.update(os.environ, SLURM_CONF=conf.stdout.strip().split("=", 1)[1],
                CHIMERA_MODULES="", CHIMERA_BACKEND="cpu", CHIMERA_SRUN_FLAGS="--mpi=pmix",
-               OMP_NUM_THREADS="1")
+               OMP_NUM_THREADS="1", CHIMERA_BIN=str(CHIMERA))
     if subprocess.run([str(SLURM_LOCAL), "status"], capture_output=True).returncode != 0:
         started = time.monotonic()
         up = subprocess.run([str(SLURM_LOCAL), "up"], capture_output=True, text=True,

@@ -14,9 +14,11 @@
 #include "chimera/comm/agreement.hpp"
 #include "chimera/comm/communicators.hpp"
 #include "chimera/comm/core_sharing.hpp"
+#include "chimera/comm/deadline.hpp"
 #include "chimera/comm/local_rank.hpp"
 #include "chimera/comm/mpi.hpp"
 #include "chimera/comm/mpi_transport.hpp"
+#include "chimera/comm/rank_hosts.hpp"
 #include "chimera/core/config_checks.hpp"
 #include "chimera/core/log.hpp"
 #include "chimera/core/timer.hpp"
@@ -34,6 +36,7 @@
 #include "nonfinite_guard.hpp"
 #include "run_compute.hpp"
 #include "step_report.hpp"
+#include "step_watchdog.hpp"
 #include "stop_signals.hpp"
 #include "trace_collector.hpp"
 
@@ -98,7 +101,8 @@ struct Trainer::Impl {
   RunPlan plan;
   std::unique_ptr<comm::Communicators> comms;
   comm::WaitPolicy wait_policy;
-  comm::NodeLocalRank local_rank;  // the GPU backends' device choice
+  std::optional<StepWatchdog> watchdog;  // wait_policy reads its limit: declared before users
+  comm::NodeLocalRank local_rank;        // the GPU backends' device choice
   comm::CoreSharing cores;
   double schedule_bubble_ratio = 0.0;   // the simulator's, printed beside the measured bubble
   std::unique_ptr<RunCompute> compute;  // real or emulated, and what that mode owns
@@ -161,8 +165,9 @@ Trainer::Impl::Impl(const TrainRequest& req, MPI_Comm w) : request(req), world(w
     CHIMERA_REQUIRE(config.checkpoint.save_timeout_s >= 0.0,
                     "checkpoint.save_timeout_s = {}: use 0 (no bound) or a number of seconds",
                     config.checkpoint.save_timeout_s);
-    CHIMERA_REQUIRE(config.runtime.watchdog_s >= 0.0,
-                    "runtime.watchdog_s = {}: use 0 (off) or a number of seconds",
+    CHIMERA_REQUIRE(config.runtime.watchdog_s >= 0.0 || config.runtime.watchdog_s == kWatchdogAuto,
+                    "runtime.watchdog_s = {}: use -1 (auto, the default), 0 (off) or a number of "
+                    "seconds",
                     config.runtime.watchdog_s);
   });
   comms = std::make_unique<comm::Communicators>(plan.topology, world);
@@ -170,7 +175,9 @@ Trainer::Impl::Impl(const TrainRequest& req, MPI_Comm w) : request(req), world(w
   const std::string local_ranks =
       comm::describe_node_local_ranks(comm::gather_node_local_ranks(world, local_rank));
   wait_policy.doorbells = config.runtime.wait == WaitMode::Doorbell;
-  wait_policy.watchdog_s = config.runtime.watchdog_s;
+  watchdog.emplace(config.runtime.watchdog_s);
+  watchdog->apply(wait_policy);
+  comm::set_rank_hosts(comm::gather_host_names(world));
   // Data and output files before the model is built: a mistake in a path is reported at once,
   // not after minutes of setup, nor after the last step (a metrics file rank 0 cannot open
   // used to end it alone and leave the others waiting).
@@ -191,6 +198,7 @@ Trainer::Impl::Impl(const TrainRequest& req, MPI_Comm w) : request(req), world(w
   log::info("{}", header(plan, parameter_count(plan), compute->describe()));
   log::info("{}", plan.topology.describe());
   log::info("{}", local_ranks);
+  log::info("{}", watchdog->describe());
   cores = comm::core_sharing(world);
   schedule_bubble_ratio = schedule::simulate(plan.schedule, compute->bubble_costs()).bubble_ratio;
   const std::optional<double> predicted = compute->predicted_ms();
@@ -318,6 +326,11 @@ void Trainer::Impl::run() {
     for (; step < steps; ++step) {
       hang_hook.maybe_hang(rank, step + 1, false);
       const Stopwatch iter_clock;
+      // A lost host or link leaves ranks in blocking collectives no wait watches: the step as a
+      // whole is bounded too (validation and the save below are not part of it).
+      std::optional<comm::Deadline> step_bound;
+      step_bound.emplace(watchdog->step_limit_s(),
+                         [&, step] { return watchdog->step_expired(step + 1, rank); });
       // Feed and execute.
       const std::int64_t cursor = resume_cursor + (step - start_step) * plan.global_batch;
       const auto& inputs = feed->load(cursor);
@@ -336,6 +349,8 @@ void Trainer::Impl::run() {
                                 optim::clip_scale(v.grad_norm, config.train.grad_clip));
       const StepStats s = reduce_step(world, r, iter_clock.seconds(),
                                       stages.peak_activation_bytes(), signals.received());
+      step_bound.reset();
+      watchdog->step_done(s.iter_s);
       losses.push_back(v.loss);
       // Metrics and validation.
       io::StepMetrics m;

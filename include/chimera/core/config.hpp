@@ -107,7 +107,9 @@ struct RuntimeConfig {
   std::string cost;  // emulate: "F:B[:W]" milliseconds per stage op
   // doorbell: a waiting rank sleeps until a peer on its node rings; poll: in short slices.
   WaitMode wait = WaitMode::Doorbell;
-  double watchdog_s = 0.0;  // a rank waiting longer than this in one op ends the job (0 = off)
+  // A rank waiting longer than this in one op ends the job (0 = off; -1 = auto, derived from the
+  // run's step times: runtime/step_watchdog.hpp).
+  double watchdog_s = -1.0;
 };
 
 struct Config {

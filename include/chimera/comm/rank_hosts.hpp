@@ -1,0 +1,20 @@
+#pragma once
+// Which host each world rank runs on, so that a message about a lost peer can name its host
+// ("rank 3 on host n2"). Gathered once at setup; on a single host nothing is added to messages.
+#include <mpi.h>
+
+#include <string>
+#include <vector>
+
+namespace chimera::comm {
+
+// Every rank's host name (MPI_Get_processor_name), in world rank order. Collective over `world`.
+std::vector<std::string> gather_host_names(MPI_Comm world);
+
+// Remembers the table for host_of() (this process only).
+void set_rank_hosts(std::vector<std::string> hosts);
+
+// " on host NAME" for a world rank when the job spans more than one host, else "".
+std::string on_host(int world_rank);
+
+}  // namespace chimera::comm

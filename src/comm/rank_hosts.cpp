@@ -1,6 +1,7 @@
 #include "chimera/comm/rank_hosts.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cstring>
@@ -48,6 +49,15 @@ std::string on_host(int world_rank) {
   if (!several_hosts() || world_rank < 0 || static_cast<std::size_t>(world_rank) >= hosts.size())
     return "";
   return fmt::format(" on host {}", hosts[static_cast<std::size_t>(world_rank)]);
+}
+
+std::string job_hosts() {
+  if (!several_hosts()) return "";
+  std::vector<std::string> distinct;
+  for (const auto& h : table()) {
+    if (std::find(distinct.begin(), distinct.end(), h) == distinct.end()) distinct.push_back(h);
+  }
+  return fmt::format(" (hosts {})", fmt::join(distinct, ", "));
 }
 
 }  // namespace chimera::comm

@@ -30,11 +30,12 @@ void StepWatchdog::step_done(double seconds) {
 
 std::string StepWatchdog::step_expired(std::int64_t step, int rank) const {
   return fmt::format(
-      "watchdog: step {} has not finished after {:.0f} s on rank {}{} ({} x the "
-      "watchdog's limit of {:.0f} s); a host or link of the job is lost, or a "
-      "rank is stuck in a collective: ending the job with status 1 (internal/system "
+      "watchdog: step {} has not finished after {:.0f} s on rank {}{}, waiting in "
+      "{}{} ({} x the watchdog's limit of {:.0f} s); a host or link of the job is "
+      "lost, or a rank is stuck: ending the job with status 1 (internal/system "
       "failure)",
-      step, step_limit_s(), rank, comm::on_host(rank), kStepBoundFactor, derived_s());
+      step, step_limit_s(), rank, comm::on_host(rank), phase_.load(std::memory_order_relaxed),
+      comm::job_hosts(), kStepBoundFactor, derived_s());
 }
 
 std::string StepWatchdog::describe() const {

@@ -40,6 +40,9 @@ class StepWatchdog {
   double derived_s() const { return derived_s_.load(std::memory_order_relaxed); }
   // How long one step may take before the job is ended (0 = unbounded).
   double step_limit_s() const { return off() ? 0.0 : kStepBoundFactor * derived_s(); }
+  // What the step does now, for the line below (a string literal: it is read by the bound's
+  // thread).
+  void phase(const char* what) { phase_.store(what, std::memory_order_relaxed); }
   // The line that ends a job whose step `step` (1-based) passed step_limit_s() on `rank`.
   std::string step_expired(std::int64_t step, int rank) const;
   // For the log: "watchdog: 600 s until the first step is timed, then max(120 s, 20 x median
@@ -50,6 +53,7 @@ class StepWatchdog {
   double configured_s_;
   std::vector<double> steps_s_;
   std::atomic<double> derived_s_{kBeforeFirstStepS};
+  std::atomic<const char*> phase_{"the step"};
 };
 
 }  // namespace chimera::runtime

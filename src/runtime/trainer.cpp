@@ -332,6 +332,7 @@ void Trainer::Impl::run() {
       step_bound.emplace(watchdog->step_limit_s(),
                          [&, step] { return watchdog->step_expired(step + 1, rank); });
       // Feed and execute.
+      watchdog->phase("the pipeline (its sends, receives and gradient allreduces)");
       const std::int64_t cursor = resume_cursor + (step - start_step) * plan.global_batch;
       const auto& inputs = feed->load(cursor);
       StageCompute& stages = compute->stages();
@@ -341,12 +342,14 @@ void Trainer::Impl::run() {
           executor.run(step, inputs, plan.loss_scale(), trace.events(), trace.origin_s());
       // Reduce, guard, optimizer.
       const double lr = lr_schedule.at(static_cast<int>(step));
+      watchdog->phase("the reduction of the step's loss and gradient norm over all ranks");
       const LossAndNorm v = reduce_loss_and_norm(world, r, compute->local_grad_squares());
       const NonfiniteGuard::Verdict verdict = guard.judge(v);
       // AdamW counts the updates made: skipped steps do not advance its bias correction.
       if (verdict.finite)
         compute->optimizer_step(static_cast<int>(step - guard.skipped_steps()), lr,
                                 optim::clip_scale(v.grad_norm, config.train.grad_clip));
+      watchdog->phase("the reduction of the step's timings over all ranks");
       const StepStats s = reduce_step(world, r, iter_clock.seconds(),
                                       stages.peak_activation_bytes(), signals.received());
       step_bound.reset();

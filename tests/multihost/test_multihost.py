@@ -252,28 +252,39 @@ class MultiHost(unittest.TestCase):
         print(f"lost host ({how}): survivors ended {took:.1f} s after the loss", file=sys.stderr)
         return text, took, status
 
-    def assert_lost_host_reported(self, text, took):
+    def assert_lost_host_reported(self, text, took, status):
         self.assertLessEqual(took, LOST_HOST_BOUND_S, text[-4000:])
+        self.assertNotEqual(status, 0)
         self.assertIn("watchdog: a wait longer than max(120 s, 20 x the median step", text)
-        # One line names the lost host's rank and what the survivor waited in.
-        lost = re.findall(r"error: .*(?:rank \d on host n3|host n3).*", text)
-        self.assertTrue(lost, text[-4000:])
-        self.assertRegex(lost[0], r"recv|send|allreduce|step \d+")
-        # The newest checkpoint loads: 4 ranks on the 3 remaining hosts' first two resume it.
+        # One line says what a survivor waited in and that the job ends as a system failure.
+        ours = [l for l in text.splitlines() if "error: watchdog:" in l]
+        self.assertTrue(ours, text[-4000:])
+        print(f"the line: {ours[0]}", file=sys.stderr)
+        self.assertRegex(ours[0], r"waited [\d.]+ s in (recv|send|allreduce)|waiting in the ")
+        self.assertIn("ending the job with status 1 (internal/system failure)", ours[0])
+        # The newest checkpoint loads: 4 ranks on two of the remaining hosts resume it.
         r, _ = srun(2, 4, *self.train_args("chimera", 2, 2, 4, 1, "--save-dir",
                                            self.tmp / "ckpt", "--resume"))
         self.assertNotIn("error", r.stderr, r.stderr[-3000:])
         self.assertRegex(r.stdout + r.stderr, r"resumed from \S+ at step [1-9]")
+        return ours
 
     def test_a_cut_link_ends_the_job_naming_the_lost_host(self):
         text, took, status = self.lose_a_host("cut")
-        self.assert_lost_host_reported(text, took)
-        self.assertIn("internal/system failure", text)
+        ours = self.assert_lost_host_reported(text, took, status)
+        # A survivor's wait for a message from the cut host names that host; where every
+        # survivor was inside a collective when the link went (it cannot tell who is missing),
+        # the line names the collective and the job's hosts.
+        self.assertTrue(any(re.search(r"from rank \d on host n3|waiting in the reduction .*"
+                                      r"\(hosts n1, n2, n3, n4\)", l) for l in ours), ours)
 
     def test_a_killed_host_ends_the_job_naming_it(self):
         text, took, status = self.lose_a_host("kill")
-        self.assertNotEqual(status, 0)
-        self.assert_lost_host_reported(text, took)
+        self.assert_lost_host_reported(text, took, status)
+        # The host is named: by a survivor's wait for its message, else (survivors stuck in a
+        # collective, which cannot tell who is missing) by Open MPI's report of the peer that
+        # disconnected and by srun's of the task that was killed.
+        self.assertRegex(text, r"from rank \d on host n3|Peer host:\s+n3|n3: tasks? [\d-]+: Killed")
 
 
 if __name__ == "__main__":

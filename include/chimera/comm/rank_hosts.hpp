@@ -17,4 +17,8 @@ void set_rank_hosts(std::vector<std::string> hosts);
 // " on host NAME" for a world rank when the job spans more than one host, else "".
 std::string on_host(int world_rank);
 
+// " (hosts n1, n2, ...)": the job's hosts in rank order when there are several, else "". A
+// collective cannot tell which of them stopped answering.
+std::string job_hosts();
+
 }  // namespace chimera::comm

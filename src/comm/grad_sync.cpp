@@ -2,6 +2,7 @@
 
 #include <climits>
 
+#include "chimera/comm/rank_hosts.hpp"
 #include "chimera/core/timer.hpp"
 
 namespace chimera::comm {
@@ -84,9 +85,10 @@ void GradSync::wait_all(const WaitPolicy& policy, const WaitLabel& context) {
           },
           &w, policy, nullptr,
           [&] {
-            return context
-                       ? fmt::format("allreduce of gradient '{}' {}", timings_[k].name, context())
-                       : fmt::format("allreduce of gradient '{}'", timings_[k].name);
+            const std::string over = ranks_and_hosts(s.comm);
+            return context ? fmt::format("allreduce of gradient '{}'{} {}", timings_[k].name, over,
+                                         context())
+                           : fmt::format("allreduce of gradient '{}'{}", timings_[k].name, over);
           });
     }
     s.started = false;

@@ -17,6 +17,10 @@ void set_rank_hosts(std::vector<std::string> hosts);
 // " on host NAME" for a world rank when the job spans more than one host, else "".
 std::string on_host(int world_rank);
 
+// " over ranks 0, 2 (hosts n1, n3)": the world ranks of `comm` and their hosts, for a collective
+// that waits for all of them, when the job spans several hosts; else "". Local (no messages).
+std::string ranks_and_hosts(MPI_Comm comm);
+
 // " (hosts n1, n2, ...)": the job's hosts in rank order when there are several, else "". A
 // collective cannot tell which of them stopped answering.
 std::string job_hosts();

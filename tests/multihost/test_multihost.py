@@ -253,41 +253,39 @@ class MultiHost(unittest.TestCase):
         return text, took, status
 
     def assert_lost_host_reported(self, text, took, status):
+        """Returns the first error line of a rank (`[rank R] error: ...`)."""
         self.assertLessEqual(took, LOST_HOST_BOUND_S, text[-4000:])
         self.assertNotEqual(status, 0)
         self.assertIn("watchdog: a wait longer than max(120 s, 20 x the median step", text)
-        # One line says what a survivor waited in and that the job ends as a system failure.
-        ours = [l for l in text.splitlines() if "error: watchdog:" in l]
+        ours = [l for l in text.splitlines() if re.match(r"\[rank \d+\] error: ", l)]
         self.assertTrue(ours, text[-4000:])
         print(f"the line: {ours[0]}", file=sys.stderr)
-        self.assertRegex(ours[0], r"waited [\d.]+ s in (recv|send|allreduce)|waiting in the ")
-        self.assertIn("ending the job with status 1 (internal/system failure)", ours[0])
         # The newest checkpoint loads: 4 ranks on two of the remaining hosts resume it.
         r, _ = srun(2, 4, *self.train_args("chimera", 2, 2, 4, 1, "--save-dir",
                                            self.tmp / "ckpt", "--resume"))
         self.assertNotIn("error", r.stderr, r.stderr[-3000:])
         self.assertRegex(r.stdout + r.stderr, r"resumed from \S+ at step [1-9]")
-        return ours
+        return ours[0]
 
     def test_a_cut_link_ends_the_job_naming_the_lost_host(self):
+        # Nothing reports a cut link (TCP retransmits into the void): the watchdog ends the job.
         text, took, status = self.lose_a_host("cut")
-        ours = self.assert_lost_host_reported(text, took, status)
-        # A survivor's wait for a message from the cut host names that host; where every
-        # survivor was inside a collective when the link went (it cannot tell who is missing),
-        # the line names the collective and the job's hosts.
-        self.assertTrue(any(re.search(r"from rank \d on host n3|allreduce of gradient '[^']+' over "
-                                      r"ranks \d, \d \(hosts n\d, n\d\)|waiting in the reduction "
-                                      r".*\(hosts n1, n2, n3, n4\)", l) and "n3" in l for l in ours),
-                        ours)
+        line = self.assert_lost_host_reported(text, took, status)
+        self.assertIn("error: watchdog:", line)
+        self.assertRegex(line, r"waited [\d.]+ s in (recv|send|allreduce)|waiting in the ")
+        self.assertIn("ending the job with status 1 (internal/system failure)", line)
+        # It names the peer's host for a message, the hosts of the collective otherwise: n3 is
+        # among them.
+        self.assertRegex(line, r"from rank \d+ on host n3|\(hosts [n\d, ]*\bn3\b")
 
     def test_a_killed_host_ends_the_job_naming_it(self):
+        # A killed host's connections close: the transport reports it, and the rank that sees
+        # it first ends the job naming the MPI call it was in (or the watchdog ends it); srun
+        # names the host whose task was killed.
         text, took, status = self.lose_a_host("kill")
-        self.assert_lost_host_reported(text, took, status)
-        # The host is named: by a survivor's wait for its message, else (survivors stuck in a
-        # collective, which cannot tell who is missing) by Open MPI's report of the peer that
-        # disconnected and by srun's of the task that was killed.
-        self.assertRegex(text, r"from rank \d on host n3|over ranks \d, \d \(hosts n\d, n\d\)|"
-                               r"Peer host:\s+n3|n3: tasks? [\d-]+: Killed")
+        line = self.assert_lost_host_reported(text, took, status)
+        self.assertRegex(line, r"error: watchdog: |error: .*(MPI_\w+)\(.*\) failed: ")
+        self.assertRegex(text, r"from rank \d+ on host n3|srun: error: n3: tasks? [\d-]+: Killed")
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ from .metrics import read_metrics, summarize
 
 DESCRIPTOR_SUFFIX = ".run.json"
 METRICS_SUFFIX = ".metrics.jsonl"
-EXIT_LINE = re.compile(r"^chimera-job: exit status (\d+)\s*$")
+EXIT_LINE = re.compile(r"^chimera-job: exit status (\d+)(?: \([^)]*\))?\s*$")
 ERROR_LINE = re.compile(r"^(?:\[rank \d+\] )?error: ")
 
 # Descriptor fields and their types; `variant`, `cost` may be empty strings.

@@ -20,7 +20,9 @@ Common options:
   --cost F:B         emulate: forward:backward milliseconds per stage op
   --trace            also write a Chrome trace per run (for plot.py gantt / memory)
   --set k=v          config override for every run (repeatable), e.g. --set parallel.recompute=true
-  --bin PATH         the chimera binary (used to check each point before it is submitted)
+  --bin PATH         the chimera binary (used to check each point before it is submitted);
+                     default $CHIMERA_BIN, else build/cuda/bin/chimera on a cluster and
+                     build/release/bin/chimera with --local and --cluster local
   --local            run on this machine with mpirun (the local twin) instead of sbatch
   --cluster NAME     daint (default): the sbatch template as written; local: submit the local
                      twin's sizes and emulated compute to the cluster of scripts/slurm-local
@@ -47,11 +49,11 @@ study_set_defaults() {
   [[ "$cluster" == daint || "$cluster" == local ]] || die "--cluster is '$cluster'; use daint or local"
   schemes="chimera,1f1b,gpipe,gems" B=1 steps=10 compute=real cost="" trace=0 dry_run=0
   time_limit="00:30:00" account="" partition="" constraint="" ranks_per_node=1 sets=()
-  config="jobscripts/configs/gpt2-1.3b.toml" bin="build/cuda/bin/chimera"
+  config="jobscripts/configs/gpt2-1.3b.toml" bin="${CHIMERA_BIN:-build/cuda/bin/chimera}"
   small_sizes=$local_mode
   if ((local_mode)) || [[ "$cluster" == local ]]; then
     small_sizes=1
-    config="jobscripts/configs/local.toml" bin="build/release/bin/chimera"
+    config="jobscripts/configs/local.toml" bin="${CHIMERA_BIN:-build/release/bin/chimera}"
     compute=emulate cost="10:20" steps=6 schemes="chimera,1f1b,gpipe"
   fi
   if [[ "$cluster" == local ]]; then
@@ -59,6 +61,8 @@ study_set_defaults() {
     export CHIMERA_MODULES="" CHIMERA_BACKEND=cpu CHIMERA_SRUN_FLAGS=--mpi=pmix
     time_limit="00:05:00" partition=debug constraint="" ranks_per_node=${CHIMERA_SLURM_CPUS:-4}
   fi
+  bin_from=""
+  [[ -n "${CHIMERA_BIN:-}" ]] && bin_from=CHIMERA_BIN
   out="runs/$study_name"
 }
 
@@ -77,7 +81,7 @@ study_parse_options() {
       --cost) cost="${2:?--cost needs F:B}"; shift 2 ;;
       --trace) trace=1; shift ;;
       --set) sets+=("${2:?--set needs section.key=value}"); shift 2 ;;
-      --bin) bin="${2:?--bin needs a path}"; shift 2 ;;
+      --bin) bin="${2:?--bin needs a path}" bin_from=--bin; shift 2 ;;
       --local) shift ;;
       --cluster) shift 2 ;;
       --constraint) constraint="${2?--constraint needs a value}"; shift 2 ;;
@@ -100,6 +104,12 @@ study_parse_options() {
   if [[ "$cluster" == local && -z "${SLURM_CONF:-}" ]] && ((!dry_run)); then
     die "--cluster local submits to the cluster of scripts/slurm-local: run" \
         "scripts/slurm-local up, then eval \"\$(scripts/slurm-local env)\""
+  fi
+  # On this machine the binary must exist: the local twin and the cluster of scripts/slurm-local
+  # run the build under test (a test passes its own as CHIMERA_BIN or --bin).
+  if { ((local_mode)) || [[ "$cluster" == local ]]; } && ((!dry_run)) && [[ ! -x "$bin" ]]; then
+    die "no chimera binary at '$bin' (from ${bin_from:-the default}); build it with" \
+        "scripts/build release, or name it with --bin PATH or CHIMERA_BIN"
   fi
   planned=0 skipped=0 failed=0
 }

@@ -376,8 +376,10 @@ Run add_plan_command(CLI::App& app) {
                   "GiB per device not available to Chimera: CUDA context, libraries, allocator "
                   "slack (default 1)");
   sub->add_option("--network", o->network,
-                  "ALPHA,BETA: message latency (s, ms, us, ns) and bandwidth (GB/s, MB/s) or time "
-                  "per byte (ns/B) (default 5us,10GB/s)");
+                  "ALPHA,BETA[,ALLREDUCE]: message latency (s, ms, us, ns) and bandwidth (GB/s, "
+                  "MB/s) or time per byte (ns/B) (default 5us,10GB/s); ALLREDUCE rabenseifner "
+                  "(default) or binomial (Open MPI's in-place non-blocking allreduce: a reduce and "
+                  "broadcast of the whole buffer)");
   sub->add_option(
       "--costs", o->costs_file,
       "per-layer forward/backward costs of the machine (TOML, docs/scaling.md); this or "

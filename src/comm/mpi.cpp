@@ -7,6 +7,7 @@
 #include <cstdlib>
 
 #include "chimera/comm/doorbell.hpp"
+#include "chimera/comm/rank_hosts.hpp"
 #include "chimera/core/log.hpp"
 #include "chimera/core/timer.hpp"
 
@@ -50,11 +51,13 @@ void abort_job(const std::string& message, int status) {
 namespace {
 // A peer that never answers (a hung rank, a lost message) would otherwise hold the job until the
 // scheduler's time limit: end it now, saying what this rank waited for.
-[[noreturn]] void watchdog_expired(double waited_s, const WaitLabel& label) {
+[[noreturn]] void watchdog_expired(double waited_s, double limit_s, const WaitLabel& label) {
+  const int rank = std::max(process_rank(), 0);
   abort_job(
-      fmt::format("watchdog: rank {} waited {:.1f} s in {}, more than runtime.watchdog_s; "
-                  "ending the job",
-                  std::max(process_rank(), 0), waited_s, label ? label() : std::string("a wait")),
+      fmt::format("watchdog: rank {}{} waited {:.1f} s in {}, more than runtime.watchdog_s "
+                  "({:.0f} s); a peer or its host is lost or stuck: ending the job with status 1 "
+                  "(internal/system failure)",
+                  rank, on_host(rank), waited_s, label ? label() : std::string("a wait"), limit_s),
       kExitInternal);
 }
 }  // namespace
@@ -71,8 +74,8 @@ void wait_until(WaitState (*test)(void*), void* arg, const WaitPolicy& policy,
     if (state == WaitState::Done) return;
     const double now = now_seconds();
     if (started < 0.0) started = now;
-    if (policy.watchdog_s > 0.0 && now - started > policy.watchdog_s)
-      watchdog_expired(now - started, label);
+    const double limit_s = policy.watchdog_limit_s();
+    if (limit_s > 0.0 && now - started > limit_s) watchdog_expired(now - started, limit_s, label);
     if (spin_until < 0.0) spin_until = now + policy.spin_us * 1e-6;
     if (now < spin_until) continue;
     if (bell == nullptr) {

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "chimera/comm/rank_hosts.hpp"
 #include "chimera/core/error.hpp"
 
 namespace chimera::comm {
@@ -134,7 +135,8 @@ std::vector<SumTiming> MpiTransport::sum_timings() const {
 }
 
 std::string MpiTransport::peer_name(int worker) const {
-  return fmt::format("rank {}", topo_.world_rank(topo_.replica, worker));
+  const int world_rank = topo_.world_rank(topo_.replica, worker);
+  return fmt::format("rank {}{}", world_rank, on_host(world_rank));
 }
 
 }  // namespace chimera::comm

@@ -2,6 +2,7 @@
 
 #include <climits>
 
+#include "chimera/comm/rank_hosts.hpp"
 #include "chimera/core/timer.hpp"
 
 namespace chimera::comm {
@@ -41,11 +42,17 @@ void StageSum::finish(const std::function<void()>& others, const WaitPolicy& pol
         },
         &w, policy, nullptr,
         [&] {
-          return context ? fmt::format("allreduce of gradient '{}' {}", buffer_.name, context())
-                         : fmt::format("allreduce of gradient '{}'", buffer_.name);
+          const std::string over = participants();
+          return context
+                     ? fmt::format("allreduce of gradient '{}'{} {}", buffer_.name, over, context())
+                     : fmt::format("allreduce of gradient '{}'{}", buffer_.name, over);
         });
   }
   started_ = false;
+}
+
+std::string MpiSum::participants() const {
+  return ranks_and_hosts(comm_);
 }
 
 MpiSum::MpiSum(GradBuffer buffer, MPI_Comm comm) : StageSum(std::move(buffer)), comm_(comm) {

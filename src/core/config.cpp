@@ -193,7 +193,8 @@ std::vector<Field> fields(Config& c) {
       {"runtime", "wait", &c.runtime.wait,
        "doorbell (a waiting rank sleeps until a peer on its node rings) or poll"},
       {"runtime", "watchdog_s", &c.runtime.watchdog_s,
-       "a rank waiting longer than this for a message or allreduce ends the job (0 = off)"},
+       "a rank waiting longer than this for a message or allreduce ends the job (-1 = auto: "
+       "max(120 s, 20 x the median step), also bounding each step; 0 = off)"},
   };
 }
 

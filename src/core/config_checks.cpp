@@ -57,8 +57,9 @@ void check_config(const Config& config) {
   CHIMERA_REQUIRE(config.checkpoint.save_timeout_s >= 0.0,
                   "checkpoint.save_timeout_s = {}: use 0 (no bound) or a number of seconds",
                   config.checkpoint.save_timeout_s);
-  CHIMERA_REQUIRE(config.runtime.watchdog_s >= 0.0,
-                  "runtime.watchdog_s = {}: use 0 (off) or a number of seconds",
+  CHIMERA_REQUIRE(config.runtime.watchdog_s >= 0.0 || config.runtime.watchdog_s == kWatchdogAuto,
+                  "runtime.watchdog_s = {}: use -1 (auto, the default), 0 (off) or a number of "
+                  "seconds",
                   config.runtime.watchdog_s);
   check_optimizer_config(train);
 }

@@ -53,10 +53,24 @@ double bandwidth_unit_bytes_per_s(std::string_view unit) {
 double Network::allreduce_ms(double bytes, int ranks) const {
   if (ranks <= 1) return 0.0;
   const double r = ranks;
+  if (binomial_allreduce)
+    return 2.0 * std::ceil(std::log2(r)) * (alpha_ms + beta_ms_per_byte * bytes);
   return 2.0 * std::log2(r) * alpha_ms + 2.0 * (r - 1.0) / r * beta_ms_per_byte * bytes;
 }
 
-Network parse_network(std::string_view text) {
+Network parse_network(std::string_view whole) {
+  // An optional third part names the allreduce's algorithm.
+  std::string_view text = whole;
+  bool binomial = false;
+  if (const auto second = text.find(',', text.find(',') + 1);
+      text.find(',') != std::string_view::npos && second != std::string_view::npos) {
+    const std::string_view algorithm = trim(text.substr(second + 1));
+    CHIMERA_REQUIRE(algorithm == "binomial" || algorithm == "rabenseifner",
+                    "--network '{}': ALLREDUCE '{}' is neither rabenseifner nor binomial", whole,
+                    algorithm);
+    binomial = algorithm == "binomial";
+    text = text.substr(0, second);
+  }
   const auto comma = text.find(',');
   CHIMERA_REQUIRE(comma != std::string_view::npos, "--network '{}': {}", text, kForm);
   Network net;
@@ -78,6 +92,7 @@ Network parse_network(std::string_view text) {
                     text, beta_unit, kForm);
     net.beta_ms_per_byte = beta * time_unit_ms(beta_unit.substr(0, beta_unit.size() - 2));
   }
+  net.binomial_allreduce = binomial;
   return net;
 }
 
@@ -97,8 +112,9 @@ std::string describe(const Network& n) {
   const std::string bandwidth = n.beta_ms_per_byte > 0
                                     ? fmt::format(" ({:.3g} GB/s)", 1e-6 / n.beta_ms_per_byte)
                                     : std::string(" (infinite bandwidth)");
-  return fmt::format("alpha {:.3g} us, beta {:.3g} ns/B{}", n.alpha_ms * 1e3,
-                     n.beta_ms_per_byte * 1e6, bandwidth);
+  return fmt::format("alpha {:.3g} us, beta {:.3g} ns/B{}{}", n.alpha_ms * 1e3,
+                     n.beta_ms_per_byte * 1e6, bandwidth,
+                     n.binomial_allreduce ? ", binomial allreduce" : "");
 }
 
 }  // namespace chimera::plan

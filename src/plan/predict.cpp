@@ -181,6 +181,7 @@ Prediction Predictor::operator()(const Layout& l) {
   sched::Costs free_comm = costs;
   costs.alpha = net.alpha_ms;
   costs.beta = net.beta_ms_per_byte;
+  costs.binomial_allreduce = net.binomial_allreduce;
 
   const sched::SimResult ideal = built.simulator.run(free_comm);
   const sched::SimResult sim = built.simulator.run(costs);

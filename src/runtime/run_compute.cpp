@@ -1,5 +1,7 @@
 #include "run_compute.hpp"
 
+#include "step_watchdog.hpp"
+
 #include <fmt/format.h>
 
 #include "chimera/backend/backend.hpp"
@@ -89,7 +91,7 @@ class RealRunCompute final : public RunCompute {
       });
       log::info("{}", paths_.reason);
       grad_sums_ = std::make_unique<GradSums>(*backend_, paths_.sums, comms, plan_.topology,
-                                              config.runtime.watchdog_s);
+                                              setup_limit_s(config.runtime.watchdog_s));
     }
   }
 

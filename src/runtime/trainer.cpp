@@ -14,9 +14,11 @@
 #include "chimera/comm/agreement.hpp"
 #include "chimera/comm/communicators.hpp"
 #include "chimera/comm/core_sharing.hpp"
+#include "chimera/comm/deadline.hpp"
 #include "chimera/comm/local_rank.hpp"
 #include "chimera/comm/mpi.hpp"
 #include "chimera/comm/mpi_transport.hpp"
+#include "chimera/comm/rank_hosts.hpp"
 #include "chimera/core/config_checks.hpp"
 #include "chimera/core/log.hpp"
 #include "chimera/core/timer.hpp"
@@ -35,6 +37,7 @@
 #include "read_once.hpp"
 #include "run_compute.hpp"
 #include "step_report.hpp"
+#include "step_watchdog.hpp"
 #include "stop_signals.hpp"
 #include "trace_collector.hpp"
 
@@ -99,7 +102,8 @@ struct Trainer::Impl {
   RunPlan plan;
   std::unique_ptr<comm::Communicators> comms;
   comm::WaitPolicy wait_policy;
-  comm::NodeLocalRank local_rank;  // the GPU backends' device choice
+  std::optional<StepWatchdog> watchdog;  // wait_policy reads its limit: declared before users
+  comm::NodeLocalRank local_rank;        // the GPU backends' device choice
   comm::CoreSharing cores;
   double schedule_bubble_ratio = 0.0;   // the simulator's, printed beside the measured bubble
   std::unique_ptr<RunCompute> compute;  // real or emulated, and what that mode owns
@@ -152,7 +156,9 @@ Trainer::Impl::Impl(const TrainRequest& req, MPI_Comm w) : request(req), world(w
   const std::string local_ranks =
       comm::describe_node_local_ranks(comm::gather_node_local_ranks(world, local_rank));
   wait_policy.doorbells = config.runtime.wait == WaitMode::Doorbell;
-  wait_policy.watchdog_s = config.runtime.watchdog_s;
+  watchdog.emplace(config.runtime.watchdog_s);
+  watchdog->apply(wait_policy);
+  comm::set_rank_hosts(comm::gather_host_names(world));
   // Data and output files before the model is built: a mistake in a path is reported at once,
   // not after minutes of setup, nor after the last step (a metrics file rank 0 cannot open
   // used to end it alone and leave the others waiting).
@@ -170,6 +176,7 @@ Trainer::Impl::Impl(const TrainRequest& req, MPI_Comm w) : request(req), world(w
   log::info("{}", header(plan, parameter_count(plan), compute->describe()));
   log::info("{}", plan.topology.describe());
   log::info("{}", local_ranks);
+  log::info("{}", watchdog->describe());
   cores = comm::core_sharing(world);
   schedule_bubble_ratio = schedule::simulate(plan.schedule, compute->bubble_costs()).bubble_ratio;
   const std::optional<double> predicted = compute->predicted_ms();
@@ -300,18 +307,25 @@ void Trainer::Impl::run() {
     for (; step < steps; ++step) {
       hang_hook.maybe_hang(rank, step + 1, false);
       const Stopwatch iter_clock;
+      // A lost host or link leaves ranks in blocking collectives no wait watches: the step as a
+      // whole is bounded too (validation and the save below are not part of it).
+      std::optional<comm::Deadline> step_bound;
+      step_bound.emplace(watchdog->step_limit_s(),
+                         [&, step] { return watchdog->step_expired(step + 1, rank); });
       // Feed and execute.
+      watchdog->phase("the pipeline (its sends, receives and gradient allreduces)");
       const std::int64_t cursor = resume_cursor + (step - start_step) * plan.global_batch();
       const auto& inputs = feed->load(cursor);
       StageCompute& stages = compute->stages();
       stages.zero_grad();
       stages.reset_peak_activation_bytes();
-      if (step + 1 < steps) feed->prefetch(cursor + plan.global_batch);  // while this computes
+      if (step + 1 < steps) feed->prefetch(cursor + plan.global_batch());  // while this computes
       const IterationResult r =
           executor.run(step, inputs, plan.loss_scale(), trace.events(), trace.origin_s());
       feed->wait();  // before any other HDF5 call (validation, a save)
       // Reduce, guard, optimizer.
       const double lr = lr_schedule.at(static_cast<int>(step));
+      watchdog->phase("the reduction of the step's loss and gradient norm over all ranks");
       const LossAndNorm v = reduce_loss_and_norm(world, r, compute->local_grad_squares());
       const NonfiniteGuard::Verdict verdict = guard.judge(v);
       // AdamW counts the updates made: skipped steps do not advance its bias correction.
@@ -319,8 +333,11 @@ void Trainer::Impl::run() {
       if (verdict.finite)
         compute->optimizer_step(static_cast<int>(step - guard.skipped_steps()), lr,
                                 optim::clip_scale(v.grad_norm, config.train.grad_clip));
+      watchdog->phase("the reduction of the step's timings over all ranks");
       const StepStats s = reduce_step(world, r, iter_clock.seconds(),
                                       stages.peak_activation_bytes(), signals.received());
+      step_bound.reset();
+      watchdog->step_done(s.iter_s);
       losses.push_back(v.loss);
       // Metrics and validation.
       io::StepMetrics m;

@@ -201,9 +201,12 @@ void require_costs(const Costs& c) {
   CHIMERA_REQUIRE(c.data_parallel >= 1, "data_parallel = {} must be >= 1", c.data_parallel);
 }
 
-// Rabenseifner's allreduce (reduce-scatter + allgather) over r ranks of L bytes.
+// The allreduce over r ranks of L bytes: Rabenseifner's (reduce-scatter + allgather), or a
+// binomial reduce and broadcast of the whole buffer (Costs::binomial_allreduce).
 double allreduce_time(int r, double bytes, const Costs& c) {
   if (r <= 1) return 0;
+  if (c.binomial_allreduce)
+    return 2 * std::ceil(std::log2(static_cast<double>(r))) * (c.alpha + c.beta * bytes);
   return 2 * std::log2(static_cast<double>(r)) * c.alpha + 2.0 * (r - 1) / r * c.beta * bytes;
 }
 

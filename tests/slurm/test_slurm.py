@@ -46,8 +46,10 @@ def setUpModule():
     conf = subprocess.run([str(SLURM_LOCAL), "env"], capture_output=True, text=True, check=True)
     ENV.update(os.environ, SLURM_CONF=conf.stdout.strip().split("=", 1)[1],
                CHIMERA_MODULES="", CHIMERA_BACKEND="cpu", CHIMERA_SRUN_FLAGS="--mpi=pmix",
-               OMP_NUM_THREADS="1")
-    if subprocess.run([str(SLURM_LOCAL), "status"], capture_output=True).returncode != 0:
+               OMP_NUM_THREADS="1", CHIMERA_BIN=str(CHIMERA))
+    # A cluster of emulated hosts (label multihost) is not this one: `up` replaces it.
+    emulated = subprocess.run([str(SLURM_LOCAL), "hosts"], capture_output=True).returncode == 0
+    if emulated or subprocess.run([str(SLURM_LOCAL), "status"], capture_output=True).returncode != 0:
         started = time.monotonic()
         up = subprocess.run([str(SLURM_LOCAL), "up"], capture_output=True, text=True,
                             timeout=300)

@@ -2,6 +2,8 @@
 // MPI essentials: the check macro, the process-wide session, and waiting without spinning.
 #include <mpi.h>
 
+#include <atomic>
+
 #include <functional>
 #include <string>
 
@@ -57,8 +59,16 @@ struct WaitPolicy {
   bool doorbells = true;  // runtime.wait: doorbell (true) or poll (false)
   // runtime.watchdog_s: a single wait longer than this ends the job through abort_job, naming
   // the wait (0 = off). Only waits are watched: compute, and the blocking collectives at the end
-  // of a step, never trip it.
+  // of a step, never trip it. `derived_watchdog_s`, where set, replaces it with a limit the run
+  // derives from its step times as it goes (runtime/step_watchdog.hpp); every copy of the policy
+  // reads the same value.
   double watchdog_s = 0.0;
+  const std::atomic<double>* derived_watchdog_s = nullptr;
+
+  double watchdog_limit_s() const {
+    return derived_watchdog_s != nullptr ? derived_watchdog_s->load(std::memory_order_relaxed)
+                                         : watchdog_s;
+  }
 };
 
 // What a wait is for, built only when the watchdog trips: "recv of the activation of stage 1,

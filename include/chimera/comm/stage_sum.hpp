@@ -59,6 +59,8 @@ class StageSum {
  protected:
   virtual void begin() = 0;    // starts the sum of buffer()
   virtual bool arrived() = 0;  // tests it; called until true
+  // " over ranks 0, 2 (hosts n1, n3)" where the job spans hosts (rank_hosts.hpp), else "".
+  virtual std::string participants() const { return ""; }
 
  private:
   GradBuffer buffer_;
@@ -75,6 +77,7 @@ class MpiSum final : public StageSum {
  private:
   void begin() override;
   bool arrived() override;
+  std::string participants() const override;
   MPI_Comm comm_;
   MPI_Request request_ = MPI_REQUEST_NULL;
 };

@@ -10,6 +10,9 @@
 
 namespace chimera {
 
+// runtime.watchdog_s: derive the limit from the run (runtime/step_watchdog.hpp).
+inline constexpr double kWatchdogAuto = -1.0;
+
 // The keys whose value is one of a few words. The TOML and `--set` spelling of each value is its
 // to_string; parse_enum<E> reads that spelling once, when the config is read, and anything else
 // is an InputError naming the key and the allowed words.
@@ -111,7 +114,9 @@ struct RuntimeConfig {
   std::string cost;  // emulate: "F:B[:W]" milliseconds per stage op
   // doorbell: a waiting rank sleeps until a peer on its node rings; poll: in short slices.
   WaitMode wait = WaitMode::Doorbell;
-  double watchdog_s = 0.0;  // a rank waiting longer than this in one op ends the job (0 = off)
+  // A rank waiting longer than this in one op ends the job (0 = off; -1 = auto, derived from the
+  // run's step times: runtime/step_watchdog.hpp).
+  double watchdog_s = -1.0;  // kWatchdogAuto
 };
 
 struct Config {

@@ -38,6 +38,10 @@ struct Costs {
   double stage_grad_bytes = 0;  // gradient of 1/D of the model (allreduce size)
   double tied_grad_bytes = 0;   // gradient of the tied token table (its own allreduce)
   int data_parallel = 1;        // W: replicas of the whole pipeline group
+  // The allreduce's algorithm: Rabenseifner's (reduce-scatter + allgather), or a binomial
+  // reduce then broadcast of the whole buffer, 2 ceil(log2 r) (alpha + beta L): what Open MPI's
+  // non-blocking allreduce (libnbc) runs for an in-place sum, as the runtime's is.
+  bool binomial_allreduce = false;
 
   // F and B with the split backward I = W = B/2.
   static Costs forward_backward(double f, double b);

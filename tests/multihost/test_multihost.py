@@ -1,0 +1,298 @@
+#!/usr/bin/env python3
+"""The multi-node code paths on emulated hosts: scripts/slurm-local up --hosts 4 --link 1gbit
+runs each Slurm node in its own network namespace behind a shaped link, so `srun --mpi=pmix`
+starts ranks that Open MPI sees on separate hosts (TCP between them, shared memory within one).
+
+- the MPI tests of NodeComm, doorbells, core sharing and agreement with one rank per host and
+  with two ranks on each of two hosts;
+- the equality test (every scheme family equals one process, 1e-5) on 4 hosts, one rank each;
+- `chimera train` of every scheme family on 4 hosts equals the same run on one host (1e-6), with
+  the eager gradient allreduce crossing hosts;
+- checkpoints written from 4 hosts into one directory, resumed on 2;
+- lost hosts: a link cut mid-step, and a host whose ranks are SIGKILLed, end every surviving rank
+  within LOST_HOST_BOUND_S, with one line naming the lost peer and the wait, status 1, and the
+  newest checkpoint loads.
+
+Usage: test_multihost.py CHIMERA TEST_MPI_COMM TEST_MPI_EQUALITY [unittest args]
+The hosts are brought up if they are not (root and network namespaces needed: otherwise every
+case skips, saying why) and taken down again by this test; CTest's cleanup fixture
+(multihost.down) takes them down even when this process dies.
+"""
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "tests" / "slurm"))
+from test_slurm import write_tokens  # noqa: E402  the same tiny token file as the Slurm test
+SLURM_LOCAL = REPO / "scripts" / "slurm-local"
+HOSTS, LINK = 4, "1gbit"
+# The watchdog's floor is 120 s (runtime/step_watchdog.hpp); the job ends within that plus the
+# step bound's margin and the launcher's teardown.
+LOST_HOST_BOUND_S = 180
+BIN = {}
+SKIP = None
+STARTED_HERE = False
+
+# A tiny real model (losses must be real numbers to compare, checkpoints real weights).
+TINY = ["--set", "model.n_layer=4", "--set", "model.n_embd=32", "--set", "model.n_head=2",
+        "--set", "model.n_ctx=16", "--set", "model.vocab_size=96", "--set", "data.seq_len=16",
+        "--set", "train.seed=7", "--set", "parallel.micro_batch_size=2",
+        "--config", str(REPO / "jobscripts/configs/local.toml")]
+
+
+def slurm_local(*args, timeout=120, check=True):
+    r = subprocess.run([str(SLURM_LOCAL), *args], capture_output=True, text=True,
+                       timeout=timeout)
+    if check and r.returncode != 0:
+        raise AssertionError(f"slurm-local {' '.join(args)} exited {r.returncode}: "
+                             f"{r.stdout}{r.stderr}")
+    return r
+
+
+def setUpModule():
+    global SKIP, STARTED_HERE
+    hosts = slurm_local("hosts", check=False)
+    if hosts.returncode == 0 and len(hosts.stdout.splitlines()) == HOSTS:
+        return
+    up = slurm_local("up", "--hosts", str(HOSTS), "--link", LINK, timeout=300, check=False)
+    if up.returncode == 3:  # no root or no namespaces: the one line that says so
+        SKIP = "multihost: " + up.stderr.strip().splitlines()[-1]
+        return
+    if up.returncode != 0:
+        raise RuntimeError(f"scripts/slurm-local up --hosts failed:\n{up.stdout}{up.stderr}")
+    STARTED_HERE = True
+
+
+def tearDownModule():
+    # Under CTest the cleanup fixture multihost.down takes the hosts down after the last case.
+    if STARTED_HERE and not os.environ.get("CHIMERA_MULTIHOST_FIXTURE"):
+        slurm_local("down", timeout=120, check=False)
+
+
+def env():
+    return dict(os.environ, OMP_NUM_THREADS="1", OMP_WAIT_POLICY="passive")
+
+
+def srun(nodes, ntasks, *command, nodelist=None, timeout=300, extra_env=None):
+    """A job step on `nodes` hosts, `ntasks` ranks spread evenly; (CompletedProcess, seconds)."""
+    args = [str(SLURM_LOCAL), "exec", "srun", "--mpi=pmix", f"--nodes={nodes}",
+            f"--ntasks={ntasks}", f"--ntasks-per-node={ntasks // nodes}", "--cpus-per-task=1",
+            "--time=10", "--kill-on-bad-exit=1"]
+    if nodelist:
+        args.append(f"--nodelist={nodelist}")
+    started = time.monotonic()
+    r = subprocess.run(args + [str(c) for c in command], capture_output=True, text=True,
+                       cwd=REPO, timeout=timeout, env=dict(env(), **(extra_env or {})))
+    return r, time.monotonic() - started
+
+
+def mpirun_here(ntasks, *command, timeout=300):
+    """The same ranks on this one host (Open MPI's shared memory between all of them)."""
+    r = subprocess.run(["mpirun", "-np", str(ntasks), "--oversubscribe", "--allow-run-as-root",
+                        *map(str, command)], capture_output=True, text=True, cwd=REPO,
+                       timeout=timeout, env=env())
+    return r
+
+
+def metrics(path):
+    """step -> (loss, grad_norm); a resumed run appends, the last record of a step wins."""
+    out = {}
+    for line in Path(path).read_text().splitlines():
+        if line.strip():
+            rec = json.loads(line)
+            out[rec["step"]] = (rec["loss"], rec["grad_norm"])
+    return out
+
+
+def chimera_processes(node):
+    """Pids of chimera ranks inside host NODE's network namespace."""
+    r = subprocess.run(["ip", "netns", "pids", f"chimera-{node}"], capture_output=True,
+                       text=True)
+    pids = []
+    for pid in r.stdout.split():
+        try:
+            if Path(f"/proc/{pid}/comm").read_text().strip() == "chimera":
+                pids.append(int(pid))
+        except OSError:
+            pass
+    return pids
+
+
+class MultiHost(unittest.TestCase):
+    def setUp(self):
+        if SKIP:
+            self.skipTest(SKIP)
+        self.tmp = Path(tempfile.mkdtemp(prefix="chimera-multihost-", dir=REPO / "build"))
+        self.data = self.tmp / "tokens.h5"
+        write_tokens(self.data, 1 << 15)
+
+    def tearDown(self):
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def train_args(self, scheme, w, d, n, steps, *extra):
+        return [BIN["chimera"], "train", *TINY, "--set", f"data.train={self.data}",
+                "--set", f"parallel.scheme={scheme}", "--set", f"parallel.stages={d}",
+                "--set", f"parallel.micro_batches={n}", "--steps", str(steps), *extra]
+
+    def test_comm_paths_with_one_rank_per_host_and_two_per_host(self):
+        for nodes, ntasks in ((4, 4), (2, 4)):
+            with self.subTest(hosts=nodes, ranks=ntasks):
+                r, took = srun(nodes, ntasks, BIN["test_mpi_comm"])
+                self.assertEqual(r.returncode, 0, r.stdout[-4000:] + r.stderr[-4000:])
+                self.assertRegex(r.stdout, r"\[  PASSED  \] \d+ test")
+                self.assertNotIn("FAILED", r.stdout)
+                print(f"test_mpi_comm on {nodes} hosts x {ntasks // nodes}: {took:.1f} s",
+                      file=sys.stderr)
+
+    def test_equality_with_one_rank_per_host(self):
+        r, took = srun(4, 4, BIN["test_mpi_equality"],
+                       timeout=600)
+        self.assertEqual(r.returncode, 0, r.stdout[-6000:] + r.stderr[-4000:])
+        self.assertRegex(r.stdout, r"\[  PASSED  \] \d+ test")
+        print(f"test_mpi_equality on 4 hosts: {took:.1f} s", file=sys.stderr)
+
+    def test_training_on_four_hosts_equals_one_host(self):
+        # Every scheme family at D=2 x W=2 (the gradient allreduce between replicas crosses
+        # hosts) and D=4 x W=1 (every activation crosses a link), one rank per host.
+        cases = [("gpipe", 2, 2), ("1f1b", 2, 2), ("gems", 2, 2), ("chimera", 2, 2),
+                 ("interleaved", 2, 2), ("zb-h1", 2, 2), ("chimera", 1, 4), ("1f1b", 1, 4)]
+        for scheme, w, d in cases:
+            with self.subTest(scheme=scheme, W=w, D=d):
+                here, there = self.tmp / f"{scheme}-{d}-here.jsonl", self.tmp / f"{scheme}-{d}-hosts.jsonl"
+                one = mpirun_here(w * d, *self.train_args(scheme, w, d, 2 * d, 3,
+                                                          "--metrics", here))
+                self.assertEqual(one.returncode, 0, one.stderr[-3000:])
+                r, _ = srun(4, w * d, *self.train_args(scheme, w, d, 2 * d, 3, "--metrics", there))
+                self.assertEqual(r.returncode, 0, r.stderr[-3000:])
+                # One rank per host: node-local rank 0 everywhere, from Slurm.
+                self.assertIn("node-local ranks (SLURM_LOCALID): 0 0 0 0", r.stdout + r.stderr)
+                a, b = metrics(here), metrics(there)
+                self.assertEqual(sorted(a), [0, 1, 2])
+                self.assertEqual(sorted(b), sorted(a))
+                for step in a:
+                    for x, y in zip(a[step], b[step]):
+                        self.assertLessEqual(abs(x - y), 1e-6 * abs(x), (scheme, step, a, b))
+
+    def test_checkpoints_from_four_hosts_resume_on_two(self):
+        ckpt, out = self.tmp / "ckpt", self.tmp / "m.jsonl"
+        ref = self.tmp / "ref.jsonl"
+        args = lambda *extra: self.train_args("chimera", 2, 2, 4, 8, "--metrics", out,
+                                              "--save-dir", ckpt, "--save-every", "2", *extra)
+        r, _ = srun(4, 4, *args("--stop-after", "5"))
+        self.assertEqual(r.returncode, 0, r.stderr[-3000:])
+        saved = sorted(p.name for p in ckpt.glob("ckpt-*.h5"))
+        self.assertTrue(saved, "no checkpoint written")
+        # Resumed by 4 ranks on 2 hosts (2 each): shared memory within a host, TCP between.
+        r, _ = srun(2, 4, *args("--resume"))
+        self.assertEqual(r.returncode, 0, r.stderr[-3000:])
+        self.assertRegex(r.stdout + r.stderr, r"resumed from \S+ at step 5")
+        whole = mpirun_here(4, *self.train_args("chimera", 2, 2, 4, 8, "--metrics", ref))
+        self.assertEqual(whole.returncode, 0, whole.stderr[-3000:])
+        got, want = metrics(out), metrics(ref)
+        self.assertEqual(sorted(got), list(range(8)))
+        for step in want:
+            for x, y in zip(want[step], got[step]):
+                self.assertLessEqual(abs(x - y), 1e-6 * abs(x), (step, got, want))
+
+    def lose_a_host(self, how):
+        """Trains on 4 hosts (W=2 x D=2, checkpoints every 5 steps) with the watchdog as it
+        is by default; after step 6, host n3 is lost `how` (cut: its link goes down; kill:
+        its ranks are SIGKILLed). Returns (output, seconds from the loss until no rank of the
+        other hosts is left, srun's status)."""
+        ckpt, out = self.tmp / "ckpt", self.tmp / "m.jsonl"
+        args = [str(SLURM_LOCAL), "exec", "srun", "--mpi=pmix", "--nodes=4", "--ntasks=4",
+                "--ntasks-per-node=1", "--cpus-per-task=1", "--time=10",
+                *map(str, self.train_args("chimera", 2, 2, 4, 100000, "--metrics", out,
+                                          "--save-dir", ckpt, "--save-every", "5"))]
+        log = open(self.tmp / "job.log", "w+")
+        job = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, cwd=REPO, env=env(),
+                               start_new_session=True)
+        survivors = ("n1", "n2", "n4")
+        try:
+            deadline = time.monotonic() + 120
+            while not (out.exists() and len(metrics(out)) >= 6):
+                self.assertIsNone(job.poll(), "the job ended before step 6")
+                self.assertLess(time.monotonic(), deadline, "the job never reached step 6")
+                time.sleep(0.2)
+            lost_at = time.monotonic()
+            if how == "cut":
+                slurm_local("cut", "n3")
+            else:
+                for pid in chimera_processes("n3"):
+                    os.kill(pid, signal.SIGKILL)
+            while any(chimera_processes(n) for n in survivors):
+                if time.monotonic() - lost_at > LOST_HOST_BOUND_S + 60:
+                    break
+                time.sleep(0.5)
+            took = time.monotonic() - lost_at
+        finally:
+            if how == "cut":
+                slurm_local("heal", "n3", check=False)
+            try:
+                status = job.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                os.killpg(job.pid, signal.SIGKILL)
+                status = job.wait()
+            for node in ("n1", "n2", "n3", "n4"):  # nothing of this job outlives the test
+                for pid in chimera_processes(node):
+                    os.kill(pid, signal.SIGKILL)
+            slurm_local("exec", "scancel", "--quiet", "--partition=debug", check=False)
+        log.seek(0)
+        text = log.read()
+        log.close()
+        print(f"lost host ({how}): survivors ended {took:.1f} s after the loss", file=sys.stderr)
+        return text, took, status
+
+    def assert_lost_host_reported(self, text, took, status):
+        """Returns the first error line of a rank (`[rank R] error: ...`)."""
+        self.assertLessEqual(took, LOST_HOST_BOUND_S, text[-4000:])
+        self.assertNotEqual(status, 0)
+        self.assertIn("watchdog: a wait longer than max(120 s, 20 x the median step", text)
+        ours = [l for l in text.splitlines() if re.match(r"\[rank \d+\] error: ", l)]
+        self.assertTrue(ours, text[-4000:])
+        print(f"the line: {ours[0]}", file=sys.stderr)
+        # The newest checkpoint loads: 4 ranks on two of the remaining hosts resume it.
+        r, _ = srun(2, 4, *self.train_args("chimera", 2, 2, 4, 1, "--save-dir",
+                                           self.tmp / "ckpt", "--resume"))
+        self.assertNotIn("error", r.stderr, r.stderr[-3000:])
+        self.assertRegex(r.stdout + r.stderr, r"resumed from \S+ at step [1-9]")
+        return ours[0]
+
+    def test_a_cut_link_ends_the_job_naming_the_lost_host(self):
+        # Nothing reports a cut link (TCP retransmits into the void): the watchdog ends the job.
+        text, took, status = self.lose_a_host("cut")
+        line = self.assert_lost_host_reported(text, took, status)
+        self.assertIn("error: watchdog:", line)
+        self.assertRegex(line, r"waited [\d.]+ s in (recv|send|allreduce)|waiting in the ")
+        self.assertIn("ending the job with status 1 (internal/system failure)", line)
+        # It names the peer's host for a message, the hosts of the collective otherwise: n3 is
+        # among them.
+        self.assertRegex(line, r"from rank \d+ on host n3|\(hosts [n\d, ]*\bn3\b")
+
+    def test_a_killed_host_ends_the_job_naming_it(self):
+        # A killed host's connections close: the transport reports it, and the rank that sees
+        # it first ends the job naming the MPI call it was in (or the watchdog ends it); srun
+        # names the host whose task was killed.
+        text, took, status = self.lose_a_host("kill")
+        line = self.assert_lost_host_reported(text, took, status)
+        self.assertRegex(line, r"error: watchdog: |error: .*(MPI_\w+)\(.*\) failed: ")
+        self.assertRegex(text, r"from rank \d+ on host n3|srun: error: n3: tasks? [\d-]+: Killed")
+
+
+if __name__ == "__main__":
+    names = ["chimera", "test_mpi_comm", "test_mpi_equality"]
+    for name in names:
+        BIN[name] = Path(sys.argv.pop(1)).resolve()
+    result = unittest.main(verbosity=2, exit=False).result
+    if result.testsRun == 0:  # a -k pattern that matches nothing must not pass
+        sys.exit("test_multihost.py: no test matched")
+    sys.exit(0 if result.wasSuccessful() else 1)

@@ -192,13 +192,13 @@ int run_bench_model(const BenchModelOptions& opt) {
     if (first) in.tokens = tokens;
     if (!first) in.activation = input.f32();
     if (last) in.targets = targets;
+    in.loss_scale = 1.0F;
     worker.forward(s, 0, in, last ? nullptr : output.f32());
     be->synchronize();
     const double t_forward = watch.seconds();
     activation_bytes = worker.activation_bytes();
     watch.reset();
-    worker.backward(s, 0, last ? nullptr : grad_output.f32(), first ? nullptr : grad_input.f32(),
-                    1.0F);
+    worker.backward(s, 0, last ? nullptr : grad_output.f32(), first ? nullptr : grad_input.f32());
     worker.finalize_tied_grads();
     be->synchronize();
     const double t_backward = watch.seconds();

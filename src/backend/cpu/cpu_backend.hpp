@@ -73,6 +73,7 @@ class CpuBackend final : public Backend {
                                      Index N, Index V, Index ld) override;
   void softmax_cross_entropy_backward(float* probs, const std::int32_t* targets, Index N,
                                       Index ld) override;
+  void softmax_rows(float* x, Index N, Index V, Index ld) override;
 
   void adamw_update(float* params, const float* grads, float* m, float* v, Index n,
                     const AdamWArgs& args) override;

@@ -86,8 +86,8 @@ std::vector<std::int32_t> generate(GPT2Worker& worker, std::span<const std::int3
                                    int count, TokenSampler& sampler,
                                    const std::function<void(std::int32_t)>& on_token) {
   const Dims& dims = worker.dims();
-  CHIMERA_CHECK(dims.B == 1 && worker.layout().partition().num_stages() == 1,
-                "generation runs on one worker holding the whole model, micro-batch size 1");
+  CHIMERA_CHECK(worker.layout().partition().num_stages() == 1,
+                "generation with a cache runs on one worker holding the whole model");
   CHIMERA_CHECK(!prompt.empty(), "generation needs at least one prompt token");
   CachedDecoder decoder(worker, static_cast<int>(dims.T));
   std::vector<std::int32_t> sequence(prompt.begin(), prompt.end()), generated;

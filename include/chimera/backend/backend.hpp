@@ -201,6 +201,9 @@ class Backend {
   // operands converted from them (bf16) until one of those calls writes there. The registration
   // ends when the memory holding data is deallocated.
   virtual void register_weights(const float* /*data*/, Index /*n*/) {}
+  // Seconds this backend has spent converting GEMM operands (to bf16) outside parallel regions,
+  // for profiles; 0 where it converts none or does not count.
+  virtual double conversion_seconds() const { return 0.0; }
 
   // --- placement, for the runtime (defaults describe a host-memory backend) ---------------
   // True when backend memory is host memory that MPI can read and write directly.

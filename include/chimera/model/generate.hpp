@@ -42,8 +42,8 @@ std::span<const std::int32_t> context_window(std::span<const std::int32_t> token
 std::vector<std::int32_t> parse_token_ids(std::string_view text, int vocab_size,
                                           std::string_view what);
 
-// Continues `prompt` by `count` tokens. `worker` must hold every stage of a one-stage partition,
-// with micro-batch size 1; its sequence length T is the longest window (the last T tokens of
+// Continues `prompt` by `count` tokens. `worker` must hold every stage of a one-stage partition;
+// its sequence length T is the longest window (the last T tokens of
 // the sequence condition each new one; once the sequence is longer, the cache is rebuilt from
 // its last T tokens for every new token). Only the worker's weights are used.
 // `on_token` sees each new token as it is chosen.

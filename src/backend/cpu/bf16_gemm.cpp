@@ -1,7 +1,10 @@
 // The two bf16 GEMMs of the CPU backend and the converted copies of weights (bf16_gemm.hpp).
 #include "bf16_gemm.hpp"
 
+#include <omp.h>
+
 #include <algorithm>
+#include <chrono>
 #include <map>
 #include <tuple>
 
@@ -73,11 +76,20 @@ class ConvertingGemm : public Bf16Gemm {
                        float* c, Index ldc, bool team) = 0;
 
  private:
-  static void convert(Element* dst, const float* src, Index rows, Index cols, Index ld, bool team) {
+  void convert(Element* dst, const float* src, Index rows, Index cols, Index ld, bool team) {
+    // Timed for profiles where one thread accounts for it (attention heads convert inside
+    // their parallel region and count as attention).
+    const bool timed = omp_in_parallel() == 0;
+    const auto start =
+        timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     if constexpr (std::is_same_v<Element, float>) {
       round_to_bf16(dst, src, rows, cols, ld, team);
     } else {
       convert_to_bf16(dst, src, rows, cols, ld, team);
+    }
+    if (timed) {
+      conversion_seconds_ +=
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     }
   }
 

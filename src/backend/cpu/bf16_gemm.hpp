@@ -44,6 +44,8 @@ class Bf16Gemm {
   void forget(const void* ptr, std::size_t bytes);
   // How many weight conversions ran (a test sees the cache work).
   std::uint64_t weight_conversions() const { return weight_conversions_; }
+  // Seconds spent converting operands outside parallel regions (Backend::conversion_seconds).
+  double conversion_seconds() const { return conversion_seconds_; }
 
  protected:
   Bf16Gemm() = default;
@@ -63,6 +65,7 @@ class Bf16Gemm {
   std::vector<Range> ranges_;
   mutable std::mutex mutex_;  // guards ranges_ and the converted copies
   std::uint64_t weight_conversions_ = 0;
+  double conversion_seconds_ = 0;  // written outside parallel regions only
 };
 
 }  // namespace chimera::backend::cpu

@@ -82,6 +82,7 @@ class CpuBackend final : public Backend {
   void register_weights(const float* data, Index n) override;
   // How many times bf16 copies of registered weights were made (0 in fp32).
   std::uint64_t weight_conversions() const;
+  double conversion_seconds() const override;
 
  private:
   // One GEMM on the calling thread at the backend's precision (attention heads, batched GEMMs).

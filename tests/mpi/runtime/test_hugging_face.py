@@ -270,6 +270,21 @@ class HuggingFace(unittest.TestCase):
                     " ".join(map(str, cycle[:3])), "--tokens", "12", "--seed", "1337", "--ids")
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(printed[-1][1].split(), r.stdout.split())
+        # One worker holding the whole model samples with its key/value cache instead: the same
+        # tokens as `chimera sample` from its checkpoint.
+        single = self.path("single")
+        r = train(1, [*data, "--set=parallel.stages=1", "--set=parallel.scheme=1f1b",
+                      "--set=parallel.micro_batch_size=2",
+                      "--set=train.lr=1e-2", "--steps", "30", "--save-dir", single,
+                      "--eval-every", "30", "--set=log.sample_tokens=12",
+                      "--set=log.sample_prompt=" + " ".join(map(str, cycle[:3]))])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        printed_single = re.findall(r"sample after step 30: ([0-9 ]+)", r.stdout)
+        self.assertEqual(len(printed_single), 1, r.stdout)
+        r = chimera("sample", os.path.join(single, "ckpt-00000030.h5"), "--prompt-ids",
+                    " ".join(map(str, cycle[:3])), "--tokens", "12", "--seed", "1337", "--ids")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(printed_single[0].split(), r.stdout.split())
         for extra, needle in [([], "set train.eval_every"),
                               (["--eval-every", "30", "--set=parallel.recompute=true"],
                                "parallel.recompute = true does not keep")]:

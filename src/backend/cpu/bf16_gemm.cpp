@@ -41,6 +41,11 @@ void Bf16Gemm::forget(const void* ptr, std::size_t bytes) {
   drop_copies(begin, end);
 }
 
+void Bf16Gemm::gemm_bf16_a(Trans, Trans, Index, Index, Index, float, const Bf16Bits*, Index,
+                           const float*, Index, float, float*, Index) {
+  CHIMERA_CHECK(false, "{} take no bf16 operands", description());
+}
+
 int Bf16Gemm::weight_range(const float* src, Index rows, Index cols, Index ld) const {
   if (rows == 0 || cols == 0) return -1;
   const auto* begin = reinterpret_cast<const std::byte*>(src);
@@ -68,6 +73,21 @@ class ConvertingGemm : public Bf16Gemm {
     const Element* b_converted = operand(b, b_rows, b_cols, ldb, b_scratch, team);
     compute(trans_a, trans_b, m, n, k, alpha, a_converted, a_cols, b_converted, b_cols, beta, c,
             ldc, team);
+  }
+
+  bool multiplies_bf16_bits() const final { return std::is_same_v<Element, Bf16Bits>; }
+
+  void gemm_bf16_a(Trans trans_a, Trans trans_b, Index m, Index n, Index k, float alpha,
+                   const Bf16Bits* a, Index lda, const float* b, Index ldb, float beta, float* c,
+                   Index ldc) final {
+    if constexpr (std::is_same_v<Element, Bf16Bits>) {
+      const Index b_rows = trans_b == Trans::No ? k : n, b_cols = trans_b == Trans::No ? n : k;
+      thread_local Scratch<Element> b_scratch;
+      const Element* b_converted = operand(b, b_rows, b_cols, ldb, b_scratch, true);
+      compute(trans_a, trans_b, m, n, k, alpha, a, lda, b_converted, b_cols, beta, c, ldc, true);
+    } else {
+      Bf16Gemm::gemm_bf16_a(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    }
   }
 
  protected:

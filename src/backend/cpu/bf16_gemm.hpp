@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "bf16.hpp"
 #include "chimera/backend/backend.hpp"
 
 namespace chimera::backend::cpu {
@@ -34,6 +35,13 @@ class Bf16Gemm {
                     Index ldc, bool team) = 0;
   // "bf16 GEMMs on oneDNN 2.6.3 (avx512_core_amx)" or "bf16 GEMMs emulated (...)".
   virtual std::string description() const = 0;
+  // Whether it multiplies bf16 bits (oneDNN): then gemm_bf16_a takes an A its caller converted
+  // already, e.g. while the values were in cache, and used for two GEMMs.
+  virtual bool multiplies_bf16_bits() const { return false; }
+  // gemm() with A given as bf16 bits (stored as op(A)'s storage, row stride lda), on the team.
+  virtual void gemm_bf16_a(Trans trans_a, Trans trans_b, Index m, Index n, Index k, float alpha,
+                           const Bf16Bits* a, Index lda, const float* b, Index ldb, float beta,
+                           float* c, Index ldc);
 
   void register_weights(const float* data, Index n);
   // Every converted copy of registered weights that [dst, dst + bytes) overlaps becomes stale.

@@ -12,6 +12,7 @@
 #include "bench_commands.hpp"
 #include "chimera/backend/buffer.hpp"
 #include "chimera/core/config.hpp"
+#include "chimera/core/config_checks.hpp"
 #include "chimera/core/error.hpp"
 #include "chimera/core/log.hpp"
 #include "chimera/core/timer.hpp"
@@ -149,6 +150,7 @@ int run_bench_model(const BenchModelOptions& opt) {
                                            config.parallel.recompute};
   model::GPT2Worker worker(*be, model_config, partition, {opt.stage}, options);
   worker.init_parameters(static_cast<std::uint64_t>(config.train.seed));
+  check_optimizer_config(config.train);
   const auto adamw = optim::AdamWConfig::from(config.train);
 
   const model::Dims& d = worker.dims();

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "chimera/core/parallel_settings.hpp"
+
 #include "chimera/core/config.hpp"
 #include "chimera/core/error.hpp"
 #include "chimera/io/json_line.hpp"
@@ -86,6 +88,9 @@ plan::Machine machine_of(const PlanOptions& o) {
 plan::ModelShape shape_of(const PlanOptions& o) {
   Config config = Config::from_file(o.model);
   for (const std::string& s : o.sets) config.set(s);
+  // The run config's [parallel] settings are held to the table `train` checks them against.
+  const ParallelConfig& p = config.parallel;
+  check_scheme_settings({p.scheme, p.variant, p.pipes, p.virtual_stages, p.max_in_flight});
   return plan::ModelShape(config.model, config.data.seq_len);
 }
 
@@ -338,10 +343,9 @@ Run add_plan_command(CLI::App& app) {
                   "G: samples per iteration, W x N x B (required for the search; with --predict "
                   "optional, checked against W x N x B)");
   sub->add_option("--schemes", o->schemes,
-                  "schemes to try, comma-separated: gpipe, 1f1b, gems, interleaved[:V], "
-                  "chimera[:VARIANT[:PIPES]], zb-h1, chimera-zb, zb-v, dualpipev (default: all, "
-                  "with chimera "
-                  "direct, doubling, halving, 4 and 8 pipes, interleaved v=2 and 4)")
+                  "schemes to try, comma-separated: " + scheme_list() +
+                      "; options chimera:VARIANT[:PIPES] and interleaved:V (default: all, with "
+                      "chimera direct, doubling, halving, 4 and 8 pipes, interleaved v=2 and 4)")
       ->delimiter(',');
   sub->add_option("--max-micro-batch-size", o->max_micro_batch_size,
                   "largest B to try (default 32)");

@@ -104,11 +104,12 @@ int run_schedule(const ScheduleOptions& o, bool stages_given, bool micro_batches
         o.semantics == "eager" ? schedule::Semantics::Eager : schedule::Semantics::Rendezvous;
     const schedule::VerifyResult r = schedule::check(s, sem);
     if (!r.ok) throw InputError(fmt::format("{} schedule: {}", s.scheme, r.problem));
-    std::fputs(fmt::format("ok: the {} schedule (D={}, N={}) is complete and deadlock-free with "
-                           "{} sends\n",
-                           s.scheme, s.workers, s.micro_batches, schedule::semantics_name(sem))
-                   .c_str(),
-               stdout);
+    std::fputs(
+        fmt::format("ok: the {} schedule (D={}, N={}) is complete and deadlock-free with "
+                    "{} sends\n",
+                    s.scheme, s.workers, s.schedule_micro_batches, schedule::semantics_name(sem))
+            .c_str(),
+        stdout);
     return 0;
   }
   if (o.format == "torch-csv") {
@@ -148,10 +149,9 @@ Run add_schedule_command(CLI::App& app) {
   auto& r = options->request;
   auto* scheme = sub->add_option(
       "--scheme", r.scheme,
-      "gpipe, 1f1b, gems, interleaved, chimera, zb-h1, zb-v or dualpipev (default chimera), "
-      "or file:PATH: "
-      "a schedule JSON (DESIGN §3) or a torch CSV (.csv), verified; -D and -N, if "
-      "given, must be the file's");
+      scheme_list() +
+          " (default chimera), or file:PATH: a schedule JSON (DESIGN §3) or a torch CSV (.csv), "
+          "verified; -D and -N, if given, must be the file's");
   auto* stages = sub->add_option("-D,--stages", r.stages,
                                  "D: pipeline stages = workers of one group (default 4)");
   auto* micro_batches = sub->add_option("-N,--micro-batches", r.micro_batches,

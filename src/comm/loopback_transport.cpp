@@ -26,7 +26,7 @@ std::shared_ptr<LoopbackHub::Delivery> LoopbackHub::deliver(const Key& key) {
 }
 
 LoopbackHub::Key LoopbackTransport::key(const Message& m) const {
-  return {replica_, static_cast<int>(m.payload), m.pipe, m.stage, m.mb, m.src, m.dst};
+  return {replica_, m.key(), m.src, m.dst};
 }
 
 Transport::Request LoopbackTransport::add(std::shared_ptr<LoopbackHub::Delivery> delivery) {

@@ -12,7 +12,7 @@ using schedule::Payload;
 MpiTransport::MpiTransport(const schedule::Schedule& sched, const Topology& topo,
                            const Communicators& comms, WaitPolicy policy,
                            std::size_t message_floats, SumFactory make_sum)
-    : micro_batches_(sched.micro_batches),
+    : micro_batches_(sched.schedule_micro_batches),
       topo_(topo),
       comms_(comms),
       policy_(policy),
@@ -25,15 +25,15 @@ MpiTransport::MpiTransport(const schedule::Schedule& sched, const Topology& topo
   int flag = 0;
   MPI_CHECK(MPI_Comm_get_attr(comms.pipeline(), MPI_TAG_UB, &value, &flag));
   const int tag_ub = flag != 0 ? *static_cast<int*>(value) : 32767;
-  const long long max_tag = 2LL * sched.stages * sched.micro_batches - 1;
+  const std::int64_t max_tag = schedule::message_key_count(sched) - 1;
   CHIMERA_REQUIRE(max_tag <= tag_ub,
                   "this MPI allows message tags up to {}, but {} stages x {} micro-batches need "
                   "{}: use fewer micro-batches per iteration",
-                  tag_ub, sched.stages, sched.micro_batches, max_tag);
+                  tag_ub, sched.stages, sched.schedule_micro_batches, max_tag);
 }
 
 int MpiTransport::tag(const Message& m) const {
-  return (m.stage * 2 + (m.payload == Payload::Gradient ? 1 : 0)) * micro_batches_ + m.mb;
+  return m.key().index(micro_batches_);
 }
 
 Transport::Request MpiTransport::add(MPI_Request request, int peer, bool send) {
@@ -114,8 +114,7 @@ void MpiTransport::wait(Request r, const WaitLabel& label) {
 
 int MpiTransport::add_sum(const GradBuffer& g) {
   const MPI_Comm comm = g.stage >= 0 ? comms_.stage(g.stage) : comms_.tied();
-  auto sum = make_sum_ && comm != MPI_COMM_NULL ? make_sum_(g, comm) : nullptr;
-  return sum ? sums_.add(g.name, std::move(sum)) : sums_.add(g.name, g.data, g.count, comm);
+  return sums_.add(g, comm, make_sum_);
 }
 
 void MpiTransport::start_sum(int key) {
@@ -131,9 +130,7 @@ void MpiTransport::wait_sums(const WaitLabel& context) {
 }
 
 std::vector<SumTiming> MpiTransport::sum_timings() const {
-  std::vector<SumTiming> out;
-  for (const auto& t : sums_.timings()) out.push_back({t.name, t.start_s, t.done_s});
-  return out;
+  return sums_.timings();
 }
 
 std::string MpiTransport::peer_name(int worker) const {

@@ -14,6 +14,7 @@
 #include <variant>
 
 #include "chimera/core/error.hpp"
+#include "chimera/core/parallel_settings.hpp"
 
 namespace chimera {
 
@@ -103,6 +104,14 @@ struct Field {
   std::string_view help;
 };
 
+std::string_view scheme_help() {
+  static const std::string help = fmt::format(
+      "pipeline scheme: {}, or file:PATH (a schedule JSON, or PyTorch's compute-only CSV for a "
+      ".csv name)",
+      scheme_list());
+  return help;
+}
+
 // The single table of every configuration key. Order is the order of to_toml().
 std::vector<Field> fields(Config& c) {
   return {
@@ -111,9 +120,7 @@ std::vector<Field> fields(Config& c) {
       {"model", "n_head", &c.model.n_head, "attention heads H (must divide n_embd)"},
       {"model", "n_ctx", &c.model.n_ctx, "maximum sequence length (position embeddings)"},
       {"model", "vocab_size", &c.model.vocab_size, "vocabulary size V (GPT-2: 50257)"},
-      {"parallel", "scheme", &c.parallel.scheme,
-       "pipeline scheme: gpipe, 1f1b, gems, interleaved, chimera, zb-h1, zb-v, dualpipev, or "
-       "file:PATH (a schedule JSON, or PyTorch's compute-only CSV for a .csv name)"},
+      {"parallel", "scheme", &c.parallel.scheme, scheme_help()},
       {"parallel", "stages", &c.parallel.stages, "D: pipeline stages (workers per pipeline group)"},
       {"parallel", "micro_batches", &c.parallel.micro_batches,
        "N: micro-batches per pipeline group and iteration"},
@@ -175,6 +182,10 @@ std::vector<Field> fields(Config& c) {
        "cuda: activations cross ranks as auto, device (CUDA-aware MPI) or host (staged)"},
       {"runtime", "allreduce", &c.runtime.allreduce,
        "cuda: gradients are summed with auto, nccl or mpi"},
+      {"runtime", "device_mpi_with_nccl", &c.runtime.device_mpi_with_nccl,
+       "cuda: allow device-buffer MPI messages and NCCL sums at the same time, which NCCL's "
+       "documentation says may deadlock (false: auto never combines them, asking for both is an "
+       "error)"},
       {"runtime", "compute", &c.runtime.compute, "real, or emulate (timed waits of --cost)"},
       {"runtime", "cost", &c.runtime.cost, "emulate: F:B[:W] milliseconds per stage op"},
       {"runtime", "wait", &c.runtime.wait,

@@ -281,7 +281,7 @@ void write_checkpoint_file(MPI_Comm comm, const std::string& path,
 CheckpointDirectory::CheckpointDirectory(std::string dir, int keep)
     : dir_(std::move(dir)), keep_(keep) {
   CHIMERA_REQUIRE(!dir_.empty(), "checkpoint.dir is empty: name a directory for checkpoints");
-  CHIMERA_REQUIRE(keep_ >= 1, "checkpoint.keep = {} must be at least 1", keep_);
+  CHIMERA_CHECK(keep_ >= 1, "keep {} checkpoints: must be at least 1 (config_checks)", keep_);
   std::error_code ec;
   existed_ = fs::is_directory(dir_, ec);
 }

@@ -25,6 +25,17 @@ std::byte* bytes_of(const backend::DeviceBuffer& buffer) {
   return static_cast<std::byte*>(buffer.data());
 }
 
+// The one backward walk over a stage's blocks, from the last to the first: each with its input
+// (the block before's output, or the stage's input) and its activations.
+template <typename Visit>
+void walk_blocks_backward(const ActivationLayout& acts_layout, std::byte* acts, int blocks,
+                          Visit visit) {
+  for (int l = blocks - 1; l >= 0; --l) {
+    const float* x = l > 0 ? acts_layout.block(acts, l - 1).out : acts_layout.input(acts);
+    visit(l, x, acts_layout.block(acts, l));
+  }
+}
+
 // Which gradient buffers a stage's backward takes: the last stage starts from its loss (no
 // grad_output), stage 0 ends at the embedding (no grad_input).
 void check_backward_io(const StageShape& shape, int stage, const float* grad_output,
@@ -45,11 +56,11 @@ GPT2Worker::GPT2Worker(backend::Backend& backend, const GPT2Config& config,
       recompute_(options.recompute),
       stage_ids_(std::move(stages)),
       pool_(std::make_unique<ActivationPool>(backend)) {
-  CHIMERA_REQUIRE(options.micro_batch_size >= 1,
-                  "parallel.micro_batch_size = {} must be at least 1", options.micro_batch_size);
+  // The run's settings were checked at setup (config_checks.hpp, RunPlan): these are contracts.
+  CHIMERA_CHECK(options.micro_batch_size >= 1,
+                "a stage micro-batch of {} samples: must be at least 1", options.micro_batch_size);
   config.require_seq_len(options.seq_len);
-  dims_ = Dims{options.micro_batch_size, options.seq_len,         config.n_embd, config.n_head,
-               config.vocab_size,        config.padded_vocab_size};
+  dims_ = Dims::of(config, options.micro_batch_size, options.seq_len);
 
   const int S = partition.num_stages();
   CHIMERA_CHECK(!stage_ids_.empty(), "a worker must hold at least one stage");
@@ -338,17 +349,15 @@ void GPT2Worker::backward(int stage, int mb, const float* grad_output, float* gr
   // one block's saved gradients in the workspace instead of every block's in the slot. The last
   // stage starts from the gradient its forward left.
   const float* dy = h.shape.last ? h.acts.head_grad(acts) : grad_output;
-  for (int l = n - 1; l >= 0; --l) {
+  walk_blocks_backward(h.acts, acts, n, [&](int l, const float* x, const BlockActivations& a) {
     float* other = dy == ws.grad_a ? ws.grad_b : ws.grad_a;
     float* dx = l > 0 || h.shape.first ? other : grad_input;
-    const float* x = l > 0 ? h.acts.block(acts, l - 1).out : h.acts.input(acts);
-    const BlockActivations a = h.acts.block(acts, l);
     block_backward_input(be_, dims_, layout_.block<const float>(h.params.f32(), h.first_block + l),
                          x, a, dy, dx, ws.block, ws.scratch);
     block_backward_weight(be_, dims_, layout_.block<float>(h.grads.f32(), h.first_block + l), x, a,
                           dy, ws.block);
     dy = dx;
-  }
+  });
   if (h.shape.first) {
     be_.embedding_backward(embedding_grad_target(s), h.grads.f32() + layout_.wpe_offset(), dy,
                            h.acts.tokens(acts), dims_.B, dims_.T, dims_.C);
@@ -373,14 +382,12 @@ void GPT2Worker::backward_input(int stage, int mb, const float* grad_output, flo
 
   be_.copy(h.saved.dy(saved, n - 1), h.shape.last ? h.acts.head_grad(acts) : grad_output,
            message_floats() * sizeof(float));
-  for (int l = n - 1; l >= 0; --l) {
+  walk_blocks_backward(h.acts, acts, n, [&](int l, const float* x, const BlockActivations& a) {
     float* dx =
         l > 0 ? h.saved.dy(saved, l - 1) : (h.shape.first ? h.saved.dembedding(saved) : grad_input);
-    const float* x = l > 0 ? h.acts.block(acts, l - 1).out : h.acts.input(acts);
     block_backward_input(be_, dims_, layout_.block<const float>(h.params.f32(), h.first_block + l),
-                         x, h.acts.block(acts, l), h.saved.dy(saved, l), dx,
-                         h.saved.block(saved, l), ws.scratch);
-  }
+                         x, a, h.saved.dy(saved, l), dx, h.saved.block(saved, l), ws.scratch);
+  });
 }
 
 void GPT2Worker::backward_weight(int stage, int mb) {
@@ -391,11 +398,10 @@ void GPT2Worker::backward_weight(int stage, int mb) {
   std::byte* acts = bytes_of(s.acts);
   std::byte* saved = bytes_of(s.saved);
   const int n = h.shape.num_blocks;
-  for (int l = n - 1; l >= 0; --l) {
-    const float* x = l > 0 ? h.acts.block(acts, l - 1).out : h.acts.input(acts);
-    block_backward_weight(be_, dims_, layout_.block<float>(h.grads.f32(), h.first_block + l), x,
-                          h.acts.block(acts, l), h.saved.dy(saved, l), h.saved.block(saved, l));
-  }
+  walk_blocks_backward(h.acts, acts, n, [&](int l, const float* x, const BlockActivations& a) {
+    block_backward_weight(be_, dims_, layout_.block<float>(h.grads.f32(), h.first_block + l), x, a,
+                          h.saved.dy(saved, l), h.saved.block(saved, l));
+  });
   if (h.shape.first) {
     be_.embedding_backward(embedding_grad_target(s), h.grads.f32() + layout_.wpe_offset(),
                            h.saved.dembedding(saved), h.acts.tokens(acts), dims_.B, dims_.T,

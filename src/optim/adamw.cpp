@@ -7,13 +7,6 @@
 namespace chimera::optim {
 
 AdamWConfig AdamWConfig::from(const TrainConfig& train) {
-  CHIMERA_REQUIRE(train.beta1 >= 0.0 && train.beta1 < 1.0, "train.beta1 = {} must be in [0, 1)",
-                  train.beta1);
-  CHIMERA_REQUIRE(train.beta2 >= 0.0 && train.beta2 < 1.0, "train.beta2 = {} must be in [0, 1)",
-                  train.beta2);
-  CHIMERA_REQUIRE(train.eps > 0.0, "train.eps = {} must be positive", train.eps);
-  CHIMERA_REQUIRE(train.weight_decay >= 0.0, "train.weight_decay = {} must not be negative",
-                  train.weight_decay);
   return {train.beta1, train.beta2, train.eps, train.weight_decay};
 }
 

@@ -9,12 +9,6 @@
 namespace chimera::optim {
 
 LrSchedule LrSchedule::from(const TrainConfig& train) {
-  CHIMERA_REQUIRE(train.lr > 0.0, "train.lr = {} must be positive", train.lr);
-  CHIMERA_REQUIRE(train.min_lr >= 0.0 && train.min_lr <= train.lr,
-                  "train.min_lr = {} must be in [0, train.lr = {}]", train.min_lr, train.lr);
-  CHIMERA_REQUIRE(train.warmup_steps >= 0, "train.warmup_steps = {} must not be negative",
-                  train.warmup_steps);
-  CHIMERA_REQUIRE(train.steps >= 1, "train.steps = {} must be at least 1", train.steps);
   return {train.lr, train.min_lr, train.warmup_steps, train.steps};
 }
 

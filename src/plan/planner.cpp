@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <map>
 #include <sstream>
 
@@ -12,6 +13,9 @@
 
 namespace chimera::plan {
 
+// SCHEME[:OPTION...]: chimera[:VARIANT[:PIPES]] or interleaved[:V]. What the options set is
+// checked against the table of scheme settings; an option of another scheme (a word is taken
+// for a variant, a number for pipes) is refused by the line `train` and `schedule` print.
 SchemeChoice parse_scheme_choice(std::string_view text) {
   std::vector<std::string> parts;
   std::string part;
@@ -21,7 +25,7 @@ SchemeChoice parse_scheme_choice(std::string_view text) {
   CHIMERA_REQUIRE(!parts.empty() && std::find(names.begin(), names.end(), parts[0]) != names.end(),
                   "scheme '{}' is not one of {} (with options: chimera:VARIANT[:PIPES], "
                   "interleaved:V)",
-                  text, fmt::join(names, ", "));
+                  text, scheme_list());
   SchemeChoice c{parts[0], "", 0, 0};
   auto number = [&](const std::string& s) {
     int x = 0;
@@ -37,9 +41,15 @@ SchemeChoice parse_scheme_choice(std::string_view text) {
   } else if (c.scheme == "interleaved") {
     CHIMERA_REQUIRE(parts.size() <= 2, "scheme '{}': expected interleaved[:V]", text);
     if (parts.size() > 1) c.virtual_stages = number(parts[1]);
-  } else {
-    CHIMERA_REQUIRE(parts.size() == 1, "scheme '{}' takes no options", text);
+  } else if (parts.size() > 1) {
+    const std::string& option = parts[1];
+    const bool numeric = !option.empty() && std::isdigit(static_cast<unsigned char>(option[0]));
+    if (numeric) c.pipes = number(option);
+    if (!numeric) c.variant = option;
   }
+  check_scheme_settings({c.scheme, c.variant, c.pipes, c.virtual_stages, 0});
+  CHIMERA_REQUIRE(parts.size() == 1 || c.scheme == "chimera" || c.scheme == "interleaved",
+                  "scheme '{}' takes no options", text);
   return c;
 }
 

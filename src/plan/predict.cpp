@@ -154,12 +154,8 @@ Prediction Predictor::operator()(const Layout& l) {
                   "W, D, N and B must be >= 1, got W={} D={} N={} B={}", l.W, l.D, l.N, l.B);
   const Built& built = build(l);
   const sched::Schedule& s = built.schedule;
-  CHIMERA_REQUIRE(l.B % s.mb_split == 0,
-                  "{} splits every micro-batch in {}: the micro-batch size B = {} must be a "
-                  "multiple of {}",
-                  l.scheme_label(), s.mb_split, l.B, s.mb_split);
+  const int samples = sched::schedule_micro_batch_size(s, l.B, "the micro-batch size B");
   const std::vector<StageInfo>& st = stages(s.stages);
-  const int samples = l.B / s.mb_split;  // per schedule micro-batch
   const ComputeModel& compute = machine_.compute;
   const Network& net = machine_.network;
 

@@ -7,9 +7,7 @@
 namespace chimera::runtime {
 
 BatchFeed::BatchFeed(const RunPlan& plan)
-    : plan_(plan),
-      layout_{plan.topology.replicas, plan.config.parallel.micro_batches, plan.micro_batch_size},
-      batches_(plan.schedule, plan.topology.worker) {
+    : plan_(plan), layout_(plan.batch), batches_(plan.schedule, plan.topology.worker) {
   if (plan.emulate || !batches_.any()) return;
   CHIMERA_REQUIRE(!plan.config.data.train.empty(),
                   "data.train is empty: name the training token shards (HDF5 from `chimera prep`), "
@@ -27,7 +25,7 @@ BatchFeed::BatchFeed(const RunPlan& plan)
 const MicroBatchInputs& BatchFeed::load(std::int64_t cursor) {
   if (!dataset_) return batches_.inputs();  // emulated stages read no tokens
   return batches_.read(
-      *dataset_, plan_.seq_len, static_cast<std::size_t>(plan_.schedule_mb_size), [&](int m) {
+      *dataset_, plan_.seq_len, static_cast<std::size_t>(plan_.stage_dims.B), [&](int m) {
         return data::train_micro_batch(*shuffle_, layout_, cursor, plan_.topology.replica, m);
       });
 }

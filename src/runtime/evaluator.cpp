@@ -9,7 +9,7 @@
 namespace chimera::runtime {
 
 Evaluator::Pass::Pass(schedule::Schedule s, const RunPlan& plan, const comm::Communicators& comms,
-                      comm::WaitPolicy wait_policy, InferenceCompute& compute)
+                      comm::WaitPolicy wait_policy, InferenceStageCompute& compute)
     : schedule(std::move(s)),
       program(schedule::lower(schedule)),
       transport(schedule, plan.topology, comms, wait_policy, compute.message_floats()),
@@ -29,7 +29,7 @@ Evaluator::Evaluator(const RunPlan& plan, model::GPT2Worker& worker, MessageStag
                   "`chimera prep`)",
                   plan.config.train.eval_every);
   dataset_.emplace(data::TokenDataset::open(plan.config.data.val, plan.model.vocab_size));
-  dataset_->require_samples(plan.schedule_mb_size, plan.seq_len, "one validation micro-batch");
+  dataset_->require_samples(plan.stage_dims.B, plan.seq_len, "one validation micro-batch");
 }
 
 Evaluator::~Evaluator() = default;
@@ -46,16 +46,14 @@ Evaluator::Pass& Evaluator::pass(std::unique_ptr<Pass>& pass,
 double Evaluator::evaluate() {
   Pass& validation = pass(validation_, &schedule::forward_only);
   const auto& topo = plan_.topology;
-  const data::BatchLayout layout{topo.replicas, plan_.config.parallel.micro_batches,
-                                 plan_.micro_batch_size};
   double total[2] = {0.0, 0.0};  // loss sum, micro-batches
   for (int e = 0; e < plan_.config.train.eval_batches; ++e) {
     const MicroBatchInputs& inputs =
         dataset_ ? batches_.read(
-                       *dataset_, plan_.seq_len, static_cast<std::size_t>(plan_.schedule_mb_size),
+                       *dataset_, plan_.seq_len, static_cast<std::size_t>(plan_.stage_dims.B),
                        [&](int m) {
                          return data::validation_micro_batch(dataset_->num_samples(plan_.seq_len),
-                                                             layout, e, topo.replica, m);
+                                                             plan_.batch, e, topo.replica, m);
                        })
                  : batches_.inputs();
     const IterationResult r = validation.executor.run(e, inputs, 1.0F, nullptr, 0.0);

@@ -19,7 +19,7 @@
 #include "chimera/runtime/run_plan.hpp"
 #include "chimera/schedule/program.hpp"
 #include "executor.hpp"
-#include "inference_compute.hpp"
+#include "inference_stage_compute.hpp"
 #include "message_staging.hpp"
 #include "schedule_batches.hpp"
 
@@ -56,7 +56,7 @@ class Evaluator {
     comm::MpiTransport transport;
     Executor executor;
     Pass(schedule::Schedule s, const RunPlan& plan, const comm::Communicators& comms,
-         comm::WaitPolicy wait_policy, InferenceCompute& compute);
+         comm::WaitPolicy wait_policy, InferenceStageCompute& compute);
   };
 
   Pass& pass(std::unique_ptr<Pass>& pass, schedule::Schedule (*make)(const schedule::Schedule&));
@@ -65,7 +65,7 @@ class Evaluator {
   model::GPT2Worker& worker_;
   const comm::Communicators& comms_;
   comm::WaitPolicy wait_policy_;
-  InferenceCompute compute_;
+  InferenceStageCompute compute_;
   std::unique_ptr<Pass> validation_, generation_;
   ScheduleBatches batches_;  // the validation schedule reads the training one's micro-batches
   std::optional<data::TokenDataset> dataset_;

@@ -14,6 +14,7 @@ namespace chimera::runtime {
 using schedule::Instr;
 using schedule::InstrKind;
 using schedule::Message;
+using schedule::MessageKey;
 using schedule::Op;
 using schedule::OpKind;
 using schedule::Payload;
@@ -33,12 +34,12 @@ struct Executor::Impl {
   // has the same size (B*T*C).
   std::vector<float*> storage;
   std::vector<float*> free_buffers;
-  std::unordered_map<std::uint64_t, float*> mailbox;  // produced or received, not yet consumed
+  std::unordered_map<int, float*> mailbox;  // produced or received, not yet consumed
   struct PendingRecv {
     float* buffer;
     comm::Transport::Request request;
   };
-  std::unordered_map<std::uint64_t, PendingRecv> receives;
+  std::unordered_map<int, PendingRecv> receives;
   struct PendingSend {
     float* buffer;
     comm::Transport::Request request;
@@ -67,11 +68,7 @@ struct Executor::Impl {
   Impl(const Impl&) = delete;
   Impl& operator=(const Impl&) = delete;
 
-  static std::uint64_t key(Payload payload, int stage, int mb) {
-    return (static_cast<std::uint64_t>(stage) << 33) |
-           (static_cast<std::uint64_t>(payload == Payload::Gradient) << 32) |
-           static_cast<std::uint32_t>(mb);
-  }
+  int key(const MessageKey& k) const { return k.index(sched.schedule_micro_batches); }
 
   float* get_buffer() {
     if (free_buffers.empty()) {
@@ -84,19 +81,20 @@ struct Executor::Impl {
   }
   void release(float* b) { free_buffers.push_back(b); }
 
-  float* take(Payload payload, int stage, int mb) {
-    const auto it = mailbox.find(key(payload, stage, mb));
+  float* take(const MessageKey& k) {
+    const auto it = mailbox.find(key(k));
     CHIMERA_CHECK(it != mailbox.end(),
                   "worker {}: {} of stage {} micro-batch {} is needed but was never received or "
                   "produced (lowering bug)",
-                  worker, payload == Payload::Gradient ? "gradient" : "activation", stage, mb);
+                  worker, k.payload == Payload::Gradient ? "gradient" : "activation", k.stage,
+                  k.mb);
     float* b = it->second;
     mailbox.erase(it);
     return b;
   }
-  void put(Payload payload, int stage, int mb, float* buffer) {
-    const bool fresh = mailbox.emplace(key(payload, stage, mb), buffer).second;
-    CHIMERA_CHECK(fresh, "stage {} micro-batch {} produced twice", stage, mb);
+  void put(const MessageKey& k, float* buffer) {
+    const bool fresh = mailbox.emplace(key(k), buffer).second;
+    CHIMERA_CHECK(fresh, "stage {} micro-batch {} produced twice", k.stage, k.mb);
   }
 
   // Progresses sends and sums, then recycles the buffers of completed sends.
@@ -124,21 +122,21 @@ struct Executor::Impl {
   void post_recv(const Message& m) {
     float* b = get_buffer();
     const auto r = transport.post_recv(m, b);
-    const bool fresh = receives.emplace(key(m.payload, m.stage, m.mb), PendingRecv{b, r}).second;
+    const bool fresh = receives.emplace(key(m.key()), PendingRecv{b, r}).second;
     CHIMERA_CHECK(fresh, "receive for stage {} micro-batch {} posted twice", m.stage, m.mb);
   }
 
   void wait_recv(const Message& m) {
-    const auto it = receives.find(key(m.payload, m.stage, m.mb));
+    const auto it = receives.find(key(m.key()));
     CHIMERA_CHECK(it != receives.end(), "wait for a receive that was never posted (stage {} mb {})",
                   m.stage, m.mb);
     transport.wait(it->second.request, [&] { return message_label(m, false); });
-    put(m.payload, m.stage, m.mb, it->second.buffer);
+    put(m.key(), it->second.buffer);
     receives.erase(it);
   }
 
   void send(const Message& m) {
-    float* b = take(m.payload, m.stage, m.mb);
+    float* b = take(m.key());
     sends.push_back(PendingSend{b, transport.send(m, b), m.dst});
   }
 
@@ -166,18 +164,20 @@ struct Executor::Impl {
       const auto umb = static_cast<std::size_t>(mb);
       switch (op.kind) {
         case OpKind::F: {
-          float* x = op.stage == 0 ? nullptr : take(Payload::Activation, op.stage - 1, mb);
+          float* x =
+              op.stage == 0 ? nullptr : take({Payload::Activation, op.pipe, op.stage - 1, mb});
           float* y = op.stage == last ? nullptr : get_buffer();
           loss_sum += compute.forward(op.stage, mb, x, op.stage == 0 ? in.tokens.at(umb) : nullptr,
                                       op.stage == last ? in.targets.at(umb) : nullptr, y,
                                       sched.forward_only ? 0.0F : loss_scale);
           if (x != nullptr) release(x);
-          if (y != nullptr) put(Payload::Activation, op.stage, mb, y);
+          if (y != nullptr) put({Payload::Activation, op.pipe, op.stage, mb}, y);
           break;
         }
         case OpKind::B:
         case OpKind::I: {
-          float* dy = op.stage == last ? nullptr : take(Payload::Gradient, op.stage + 1, mb);
+          float* dy =
+              op.stage == last ? nullptr : take({Payload::Gradient, op.pipe, op.stage + 1, mb});
           float* dx = op.stage == 0 ? nullptr : get_buffer();
           if (op.kind == OpKind::B) {
             compute.backward(op.stage, mb, dy, dx);
@@ -185,7 +185,7 @@ struct Executor::Impl {
             compute.backward_input(op.stage, mb, dy, dx);
           }
           if (dy != nullptr) release(dy);
-          if (dx != nullptr) put(Payload::Gradient, op.stage, mb, dx);
+          if (dx != nullptr) put({Payload::Gradient, op.pipe, op.stage, mb}, dx);
           break;
         }
         case OpKind::W:

@@ -5,7 +5,6 @@
 #endif
 
 #include <array>
-#include <cstdlib>
 #include <cstring>
 #include <set>
 #include <vector>
@@ -39,12 +38,14 @@ std::string_view to_string(CudaAwareMpi a) {
 
 }  // namespace
 
-GpuPaths choose_gpu_paths(MessagesMode messages, AllreduceMode allreduce, const GpuFacts& facts) {
+GpuPaths choose_gpu_paths(MessagesMode messages, AllreduceMode allreduce, const GpuFacts& facts,
+                          bool device_mpi_with_nccl) {
   GpuPaths p;
   if (messages == MessagesMode::Device) {
     CHIMERA_REQUIRE(facts.cuda_aware_mpi != CudaAwareMpi::No,
                     "runtime.messages = 'device' needs CUDA-aware MPI, and this MPI library says "
-                    "it is not: use runtime.messages = 'host' (or 'auto')");
+                    "it is not ({}): use runtime.messages = 'host' (or 'auto')",
+                    facts.cuda_aware_source);
     p.messages = MessagePath::Direct;
   } else if (messages == MessagesMode::Host) {
     p.messages = MessagePath::HostStaged;
@@ -52,8 +53,6 @@ GpuPaths choose_gpu_paths(MessagesMode messages, AllreduceMode allreduce, const 
     p.messages =
         facts.cuda_aware_mpi == CudaAwareMpi::Yes ? MessagePath::Direct : MessagePath::HostStaged;
   }
-  const GradSumPath mpi_path =
-      p.messages == MessagePath::Direct ? GradSumPath::Mpi : GradSumPath::HostStagedMpi;
   std::string no_nccl;  // why NCCL cannot be used ("" if it can)
   if (!facts.device_groups) {
     no_nccl = "this build (or a rank's backend) has no NCCL";
@@ -67,45 +66,81 @@ GpuPaths choose_gpu_paths(MessagesMode messages, AllreduceMode allreduce, const 
   if (allreduce == AllreduceMode::Nccl) {
     CHIMERA_REQUIRE(no_nccl.empty(), "runtime.allreduce = 'nccl': {}; use 'mpi' or 'auto'",
                     no_nccl);
-    p.sums = GradSumPath::Nccl;
-  } else if (allreduce == AllreduceMode::Mpi) {
+  }
+  // CUDA-aware MPI and NCCL moving data between the same GPUs at once may deadlock (NCCL's
+  // documentation, "NCCL and MPI"): a NCCL kernel holds its device until every peer has launched
+  // it, and CUDA-aware MPI can make the same kind of wait across devices.
+  std::string staged_why;  // why `auto` staged messages that could have been direct
+  if (no_nccl.empty() && allreduce != AllreduceMode::Mpi && p.messages == MessagePath::Direct &&
+      !device_mpi_with_nccl) {
+    constexpr std::string_view kWhy =
+        "device-buffer MPI and NCCL at the same time may deadlock (runtime.device_mpi_with_nccl "
+        "= true allows it)";
+    if (allreduce == AllreduceMode::Auto) {
+      no_nccl = fmt::format("activations go through CUDA-aware MPI, and {}", kWhy);
+    } else if (messages == MessagesMode::Auto) {
+      p.messages = MessagePath::HostStaged;
+      staged_why = fmt::format("; staged: gradient sums use NCCL, and {}", kWhy);
+    } else {
+      throw InputError(fmt::format(
+          "runtime.messages = 'device' with runtime.allreduce = 'nccl': {}; choose one of them, "
+          "or set runtime.device_mpi_with_nccl = true",
+          kWhy));
+    }
+  }
+  const GradSumPath mpi_path =
+      p.messages == MessagePath::Direct ? GradSumPath::Mpi : GradSumPath::HostStagedMpi;
+  if (allreduce == AllreduceMode::Mpi) {
     p.sums = mpi_path;
   } else {
     p.sums = no_nccl.empty() ? GradSumPath::Nccl : mpi_path;
   }
   p.reason = fmt::format(
-      "activations: {} (runtime.messages = {}, MPI {}); gradient sums: {} (runtime.allreduce = "
-      "{}{})",
+      "activations: {} (runtime.messages = {}; MPI {}: {}{}); gradient sums: {} "
+      "(runtime.allreduce = {}{})",
       to_string(p.messages), chimera::to_string(messages), to_string(facts.cuda_aware_mpi),
+      facts.cuda_aware_source.empty() ? "not asked" : facts.cuda_aware_source, staged_why,
       to_string(p.sums), chimera::to_string(allreduce),
       no_nccl.empty() ? "" : fmt::format("; no NCCL: {}", no_nccl));
   return p;
 }
 
-CudaAwareMpi query_cuda_aware_mpi() {
+CudaAwareness cuda_awareness(const std::optional<CudaAwareness>& library,
+                             const comm::EnvLookup& env) {
+  if (library) return *library;
+  for (const std::string_view name : kCudaAwareVariables) {
+    const char* v = env(std::string(name).c_str());
+    if (v == nullptr) continue;
+    const std::string_view value(v);
+    if (value == "1") return {CudaAwareMpi::Yes, fmt::format("{}=1", name)};
+    if (value == "0") return {CudaAwareMpi::No, fmt::format("{}=0", name)};
+  }
+  return {CudaAwareMpi::Unknown, "no MPI library call or variable says"};
+}
+
+CudaAwareness query_cuda_aware_mpi() {
+  std::optional<CudaAwareness> library;
 #if defined(MPIX_CUDA_AWARE_SUPPORT) && MPIX_CUDA_AWARE_SUPPORT
   // Built with CUDA support; the run-time answer says whether it is enabled.
-  return MPIX_Query_cuda_support() == 1 ? CudaAwareMpi::Yes : CudaAwareMpi::No;
+  const int answer = MPIX_Query_cuda_support();
+  library = CudaAwareness{answer == 1 ? CudaAwareMpi::Yes : CudaAwareMpi::No,
+                          fmt::format("Open MPI's MPIX_Query_cuda_support() = {}", answer)};
 #elif defined(MPIX_CUDA_AWARE_SUPPORT)
-  return CudaAwareMpi::No;  // Open MPI built without CUDA support
-#else
-  auto set_to_1 = [](const char* name) {
-    const char* v = std::getenv(name);
-    return v != nullptr && std::strcmp(v, "1") == 0;
-  };
-  if (set_to_1("MPICH_GPU_SUPPORT_ENABLED") || set_to_1("MV2_USE_CUDA")) return CudaAwareMpi::Yes;
-  return CudaAwareMpi::Unknown;
+  library = CudaAwareness{CudaAwareMpi::No,
+                          "Open MPI built without CUDA support (mpi-ext.h: "
+                          "MPIX_CUDA_AWARE_SUPPORT = 0)"};
 #endif
+  return cuda_awareness(library, comm::process_env);
 }
 
 GpuFacts gather_gpu_facts(MPI_Comm world, backend::Backend& backend,
                           const schedule::Schedule& sched, const schedule::Program& program) {
   GpuFacts f;
   // Each fact as an int that MPI_MIN combines: any rank lacking something counts for all.
-  const CudaAwareMpi mine = query_cuda_aware_mpi();
-  std::array<int, 3> local{mine == CudaAwareMpi::No        ? 0
-                           : mine == CudaAwareMpi::Unknown ? 1
-                                                           : 2,
+  const CudaAwareness mine = query_cuda_aware_mpi();
+  std::array<int, 3> local{mine.value == CudaAwareMpi::No        ? 0
+                           : mine.value == CudaAwareMpi::Unknown ? 1
+                                                                 : 2,
                            backend.has_device_groups() ? 1 : 0, 1};
   // Device ids of the node's ranks: an id seen twice means a shared GPU.
   const comm::NodeComm node(world);
@@ -123,6 +158,18 @@ GpuFacts gather_gpu_facts(MPI_Comm world, backend::Backend& backend,
       local[2] = 0;
     }
   }
+  // The least CUDA-aware rank decides; the log names what said so on that rank.
+  struct {
+    int value;
+    int rank;
+  } least{local[0], 0};
+  MPI_CHECK(MPI_Comm_rank(world, &least.rank));
+  MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &least, 1, MPI_2INT, MPI_MINLOC, world));
+  std::array<char, 160> source{};
+  mine.source.copy(source.data(), source.size() - 1);
+  MPI_CHECK(MPI_Bcast(source.data(), static_cast<int>(source.size()), MPI_CHAR, least.rank, world));
+  f.cuda_aware_source = source.data();
+  if (least.rank != 0) f.cuda_aware_source += fmt::format(" on rank {}", least.rank);
   MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, local.data(), 3, MPI_INT, MPI_MIN, world));
   f.cuda_aware_mpi = local[0] == 0   ? CudaAwareMpi::No
                      : local[0] == 1 ? CudaAwareMpi::Unknown

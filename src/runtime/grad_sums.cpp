@@ -4,98 +4,90 @@
 
 #include "chimera/comm/mpi.hpp"
 #include "chimera/core/error.hpp"
+#include "device_group_setup.hpp"
 
 namespace chimera::runtime {
 
 namespace {
 
 // MPI_Iallreduce on a page-locked host copy: the copy down when the gradient is ready (the
-// backend's work on it has finished by then: ModelCompute waits for every op), the copy back
+// backend's work on it has finished by then: RealStageCompute waits for every op), the copy back
 // when the sum has arrived.
-class HostStagedSum final : public comm::AsyncSum {
+class HostStagedSum final : public comm::StageSum {
  public:
-  HostStagedSum(backend::Backend& backend, float* data, std::size_t count, MPI_Comm comm)
-      : backend_(backend),
-        data_(data),
-        count_(count),
+  HostStagedSum(backend::Backend& backend, const comm::GradBuffer& g, MPI_Comm comm)
+      : StageSum(g),
+        backend_(backend),
         comm_(comm),
-        host_(static_cast<float*>(backend.allocate_host(count * sizeof(float)))) {
-    CHIMERA_CHECK(count <= static_cast<std::size_t>(INT_MAX),
-                  "a gradient buffer of {} floats is more than one MPI call can sum", count);
+        host_(static_cast<float*>(backend.allocate_host(bytes()))) {
+    CHIMERA_CHECK(g.count <= static_cast<std::size_t>(INT_MAX),
+                  "a gradient buffer of {} floats is more than one MPI call can sum", g.count);
   }
   ~HostStagedSum() override { backend_.deallocate_host(host_); }
   HostStagedSum(const HostStagedSum&) = delete;
   HostStagedSum& operator=(const HostStagedSum&) = delete;
 
-  void start() override {
-    backend_.copy_to_host(host_, data_, count_ * sizeof(float));
-    MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, host_, static_cast<int>(count_), MPI_FLOAT, MPI_SUM,
-                             comm_, &request_));
+ private:
+  std::size_t bytes() const { return buffer().count * sizeof(float); }
+  void begin() override {
+    backend_.copy_to_host(host_, buffer().data, bytes());
+    MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, host_, static_cast<int>(buffer().count), MPI_FLOAT,
+                             MPI_SUM, comm_, &request_));
   }
-  bool test() override {
+  bool arrived() override {
     int done = 0;
     MPI_CHECK(MPI_Test(&request_, &done, MPI_STATUS_IGNORE));
-    if (done != 0) backend_.copy_from_host(data_, host_, count_ * sizeof(float));
+    if (done != 0) backend_.copy_from_host(buffer().data, host_, bytes());
     return done != 0;
   }
 
- private:
   backend::Backend& backend_;
-  float* data_;
-  std::size_t count_;
   MPI_Comm comm_;
   float* host_;
   MPI_Request request_ = MPI_REQUEST_NULL;
 };
 
 // NCCL on the backend's collective stream, ordered after the backward that made the gradient.
-class DeviceSum final : public comm::AsyncSum {
+class DeviceSum final : public comm::StageSum {
  public:
-  DeviceSum(backend::DeviceGroup& group, float* data, std::size_t count)
-      : group_(group), data_(data), count_(count) {}
-  void start() override { ticket_ = group_.start_sum(data_, count_); }
-  bool test() override { return group_.finished(ticket_); }
+  DeviceSum(backend::DeviceGroup& group, const comm::GradBuffer& g) : StageSum(g), group_(group) {}
 
  private:
+  void begin() override { ticket_ = group_.start_sum(buffer().data, buffer().count); }
+  bool arrived() override { return group_.finished(ticket_); }
+
   backend::DeviceGroup& group_;
-  float* data_;
-  std::size_t count_;
   std::uint64_t ticket_ = 0;
 };
 
 }  // namespace
 
 GradSums::GradSums(backend::Backend& backend, GradSumPath path, const comm::Communicators& comms,
-                   const comm::Topology& topo)
+                   const comm::Topology& topo, double watchdog_s)
     : backend_(backend), path_(path) {
   if (path_ != GradSumPath::Nccl) return;
-  auto join = [&](int key, MPI_Comm comm) {
-    if (comm == MPI_COMM_NULL) return;
-    int rank = 0, size = 0;
-    MPI_CHECK(MPI_Comm_rank(comm, &rank));
-    MPI_CHECK(MPI_Comm_size(comm, &size));
-    std::string id = rank == 0 ? backend_.new_device_group_id() : std::string();
-    auto bytes = static_cast<int>(id.size());
-    MPI_CHECK(MPI_Bcast(&bytes, 1, MPI_INT, 0, comm));
-    id.resize(static_cast<std::size_t>(bytes));
-    MPI_CHECK(MPI_Bcast(id.data(), bytes, MPI_CHAR, 0, comm));
-    groups_[key] = backend_.join_device_group(id, size, rank);
-  };
-  for (const int s : topo.held) join(s, comms.stage(s));  // topo.held is sorted
-  join(-1, comms.tied());
+  std::vector<std::pair<int, MPI_Comm>> group_comms;
+  for (const int s : topo.held) group_comms.emplace_back(s, comms.stage(s));  // topo.held is sorted
+  group_comms.emplace_back(-1, comms.tied());
+  groups_ = make_device_groups(comms.world(), group_comms,
+                               {[&] { return backend_.new_device_group_id(); },
+                                [&](const std::string& id, int size, int rank) {
+                                  return backend_.join_device_group(id, size, rank);
+                                }},
+                               watchdog_s);
 }
 
 GradSums::~GradSums() = default;
 
-std::unique_ptr<comm::AsyncSum> GradSums::make(const comm::GradBuffer& g, MPI_Comm comm) {
+std::unique_ptr<comm::StageSum> GradSums::make(const comm::GradBuffer& g, MPI_Comm comm) {
   if (comm == MPI_COMM_NULL) return nullptr;
   switch (path_) {
     case GradSumPath::Mpi:
       return nullptr;
     case GradSumPath::HostStagedMpi:
-      return std::make_unique<HostStagedSum>(backend_, g.data, g.count, comm);
+      return std::make_unique<HostStagedSum>(backend_, g, comm);
     case GradSumPath::Nccl:
-      return std::make_unique<DeviceSum>(*groups_.at(g.stage), g.data, g.count);
+      return std::make_unique<DeviceSum>(*groups_.at(g.stage), g);
   }
   return nullptr;
 }

@@ -1,6 +1,6 @@
 #pragma once
 // How a GPU backend's gradient buffers are summed across their ranks, once gpu_paths.hpp chose
-// the path: GradSync's own MPI_Iallreduce (Mpi), MPI on a page-locked host copy (HostStagedMpi),
+// the path: comm::MpiSum's MPI_Iallreduce (Mpi), MPI on a page-locked host copy (HostStagedMpi),
 // or NCCL (Nccl: one group per stage communicator and the tied one, sums on the backend's
 // collective stream). Every path starts a sum the moment the executor marks the gradient ready.
 #include <mpi.h>
@@ -10,7 +10,7 @@
 
 #include "chimera/backend/backend.hpp"
 #include "chimera/comm/communicators.hpp"
-#include "chimera/comm/grad_sync.hpp"
+#include "chimera/comm/stage_sum.hpp"
 #include "chimera/comm/topology.hpp"
 #include "chimera/comm/transport.hpp"
 #include "gpu_paths.hpp"
@@ -19,19 +19,19 @@ namespace chimera::runtime {
 
 class GradSums {
  public:
-  // Collective over every stage communicator this rank belongs to and the tied one: for Nccl,
-  // makes one NCCL group per communicator, in increasing stage order with the tied one last (the
-  // same order on every rank, so the blocking setup cannot deadlock).
+  // Collective over the world: for Nccl, makes one NCCL group per stage communicator of this rank
+  // and the tied one, in increasing stage order with the tied one last (the same order on every
+  // rank), agreed and bounded by `watchdog_s` (runtime.watchdog_s; device_group_setup.hpp).
   GradSums(backend::Backend& backend, GradSumPath path, const comm::Communicators& comms,
-           const comm::Topology& topo);
+           const comm::Topology& topo, double watchdog_s);
   ~GradSums();
   GradSums(const GradSums&) = delete;
   GradSums& operator=(const GradSums&) = delete;
 
   GradSumPath path() const { return path_; }
-  // The sum of `g` over `comm`; null for Mpi (GradSync's own MPI_Iallreduce). Serves as the MPI
-  // transport's comm::SumFactory.
-  std::unique_ptr<comm::AsyncSum> make(const comm::GradBuffer& g, MPI_Comm comm);
+  // The sum of `g` over `comm`; null for Mpi (comm::MpiSum). Serves as the MPI transport's
+  // comm::SumFactory, the one seam where the GPU paths plug in.
+  std::unique_ptr<comm::StageSum> make(const comm::GradBuffer& g, MPI_Comm comm);
 
  private:
   backend::Backend& backend_;

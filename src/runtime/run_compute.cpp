@@ -8,21 +8,21 @@
 #include "chimera/core/log.hpp"
 #include "chimera/model/activations.hpp"
 #include "chimera/model/worker.hpp"
-#include "emulated_compute.hpp"
+#include "emulated_stage_compute.hpp"
 #include "gpu_paths.hpp"
 #include "grad_sums.hpp"
 #include "message_staging.hpp"
-#include "model_compute.hpp"
+#include "real_stage_compute.hpp"
 
 namespace chimera::runtime {
 
 namespace {
 
 // GPT-2 stages on a backend, with their trainable state.
-class RealCompute final : public RunCompute {
+class RealRunCompute final : public RunCompute {
  public:
-  RealCompute(const RunPlan& plan, MPI_Comm world, const comm::Communicators& comms,
-              comm::WaitPolicy wait_policy, const comm::NodeLocalRank& local_rank, int rank)
+  RealRunCompute(const RunPlan& plan, MPI_Comm world, const comm::Communicators& comms,
+                 comm::WaitPolicy wait_policy, const comm::NodeLocalRank& local_rank, int rank)
       : plan_(plan) {
     setup_backend(world, comms, local_rank);
     comm::all_or_none(world, [&] { setup_stages(comms, wait_policy, rank); });
@@ -84,10 +84,12 @@ class RealCompute final : public RunCompute {
     if (!backend_->host_memory()) {
       const GpuFacts facts = gather_gpu_facts(world, *backend_, plan_.schedule, plan_.program);
       comm::all_or_none(world, [&] {
-        paths_ = choose_gpu_paths(config.runtime.messages, config.runtime.allreduce, facts);
+        paths_ = choose_gpu_paths(config.runtime.messages, config.runtime.allreduce, facts,
+                                  config.runtime.device_mpi_with_nccl);
       });
       log::info("{}", paths_.reason);
-      grad_sums_ = std::make_unique<GradSums>(*backend_, paths_.sums, comms, plan_.topology);
+      grad_sums_ = std::make_unique<GradSums>(*backend_, paths_.sums, comms, plan_.topology,
+                                              config.runtime.watchdog_s);
     }
   }
 
@@ -95,11 +97,11 @@ class RealCompute final : public RunCompute {
     const Config& config = plan_.config;
     worker_ = std::make_unique<model::GPT2Worker>(
         *backend_, plan_.model, plan_.partition, plan_.topology.held,
-        model::GPT2Worker::Options{plan_.schedule_mb_size, plan_.seq_len,
+        model::GPT2Worker::Options{static_cast<int>(plan_.stage_dims.B), plan_.seq_len,
                                    config.parallel.recompute});
     worker_->init_parameters(static_cast<std::uint64_t>(config.train.seed));
     staging_.emplace(*backend_, paths_.messages, worker_->message_floats());
-    compute_ = std::make_unique<ModelCompute>(*worker_, *staging_);
+    compute_ = std::make_unique<RealStageCompute>(*worker_, *staging_);
     state_.emplace(plan_, *backend_, *worker_, comms);
     if (config.train.eval_every > 0) {
       validation_.emplace(plan_, *worker_, *staging_, comms, wait_policy, rank);
@@ -112,20 +114,14 @@ class RealCompute final : public RunCompute {
   std::unique_ptr<GradSums> grad_sums_;  // GPU backends only
   std::unique_ptr<model::GPT2Worker> worker_;
   std::optional<MessageStaging> staging_;
-  std::unique_ptr<ModelCompute> compute_;
+  std::unique_ptr<RealStageCompute> compute_;
   std::optional<TrainState> state_;
   std::optional<Validation> validation_;
 };
 
-model::Dims dims_of(const RunPlan& plan) {
-  const auto& m = plan.model;
-  return model::Dims{plan.schedule_mb_size, plan.seq_len,       m.n_embd, m.n_head,
-                     m.vocab_size,          m.padded_vocab_size};
-}
-
-std::unique_ptr<EmulatedCompute> make_emulated(const RunPlan& plan) {
+std::unique_ptr<EmulatedStageCompute> make_emulated(const RunPlan& plan) {
   const model::ParameterLayout layout(plan.model, plan.partition);
-  const auto dims = dims_of(plan);
+  const model::Dims& dims = plan.stage_dims;
   const int last = plan.schedule.stages - 1;
   std::vector<EmulatedStage> held;
   for (const int s : plan.topology.held) {
@@ -134,7 +130,7 @@ std::unique_ptr<EmulatedCompute> make_emulated(const RunPlan& plan) {
                                  static_cast<std::int64_t>(model::activation_bytes_formula(
                                      dims, shape, plan.config.parallel.recompute))});
   }
-  return std::make_unique<EmulatedCompute>(
+  return std::make_unique<EmulatedStageCompute>(
       schedule::Costs::parse(plan.config.runtime.cost),
       schedule::work_per_micro_batch(plan.schedule), static_cast<std::size_t>(dims.N() * dims.C),
       std::move(held), layout.tied_floats(), plan.topology.holds_tied());
@@ -174,7 +170,7 @@ class EmulatedRunCompute final : public RunCompute {
 
  private:
   const RunPlan& plan_;
-  std::unique_ptr<EmulatedCompute> compute_;
+  std::unique_ptr<EmulatedStageCompute> compute_;
 };
 
 }  // namespace
@@ -186,7 +182,7 @@ std::unique_ptr<RunCompute> RunCompute::make(const RunPlan& plan, MPI_Comm world
   if (plan.config.runtime.compute == ComputeMode::Emulate) {
     return std::make_unique<EmulatedRunCompute>(plan, world);
   }
-  return std::make_unique<RealCompute>(plan, world, comms, wait_policy, local_rank, rank);
+  return std::make_unique<RealRunCompute>(plan, world, comms, wait_policy, local_rank, rank);
 }
 
 }  // namespace chimera::runtime

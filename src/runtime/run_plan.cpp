@@ -11,16 +11,14 @@ RunPlan RunPlan::make(const Config& config, int world_size, int rank) {
   p.config = config;
   const auto& par = config.parallel;
   p.emulate = config.runtime.compute == ComputeMode::Emulate;
-  CHIMERA_REQUIRE(!p.emulate || !config.runtime.cost.empty(),
-                  "--compute emulate needs the op costs: --cost F:B (milliseconds), e.g. 10:20");
 
   schedule::ScheduleRequest req;
   req.scheme = par.scheme;
   req.stages = par.stages;
   req.micro_batches = par.micro_batches;
-  req.variant = par.scheme == "chimera" ? par.variant : "";
+  req.variant = par.variant;
   req.pipes = par.pipes;
-  req.virtual_stages = par.scheme == "interleaved" ? par.virtual_stages : 0;
+  req.virtual_stages = par.virtual_stages;
   req.max_in_flight = par.max_in_flight;
   p.schedule = schedule::make_schedule(req);
   p.program = schedule::lower(p.schedule);
@@ -30,25 +28,18 @@ RunPlan RunPlan::make(const Config& config, int world_size, int rank) {
   p.model.require_seq_len(p.seq_len);
   p.partition = model::make_partition(p.model, p.schedule.stages, par.partition, p.seq_len);
 
-  p.micro_batch_size = par.micro_batch_size;
-  CHIMERA_REQUIRE(p.micro_batch_size >= 1, "parallel.micro_batch_size = {}: must be at least 1",
-                  p.micro_batch_size);
-  CHIMERA_REQUIRE(p.micro_batch_size % p.schedule.mb_split == 0,
-                  "parallel.micro_batch_size = {} must be a multiple of {} for variant '{}' (each "
-                  "micro-batch is split into {} halves)",
-                  p.micro_batch_size, p.schedule.mb_split, p.schedule.variant, p.schedule.mb_split);
-  p.schedule_mb_size = p.micro_batch_size / p.schedule.mb_split;
+  const int slot_size = schedule::schedule_micro_batch_size(p.schedule, par.micro_batch_size,
+                                                            "parallel.micro_batch_size");
+  p.stage_dims = model::Dims::of(p.model, slot_size, p.seq_len);
 
   p.topology = comm::Topology::make(world_size, rank, p.schedule);
-  p.global_batch =
-      static_cast<std::int64_t>(p.topology.replicas) * par.micro_batches * p.micro_batch_size;
-  CHIMERA_REQUIRE(config.train.steps >= 0, "train.steps = {}: must be >= 0", config.train.steps);
-  CHIMERA_REQUIRE(config.log.every >= 1, "log.every = {}: must be at least 1", config.log.every);
+  p.batch = data::BatchLayout{p.topology.replicas, p.schedule.configured_micro_batches(),
+                              par.micro_batch_size};
   return p;
 }
 
 float RunPlan::loss_scale() const {
-  return 1.0F / static_cast<float>(topology.replicas * schedule.micro_batches);
+  return 1.0F / static_cast<float>(topology.replicas * schedule.schedule_micro_batches);
 }
 
 }  // namespace chimera::runtime

@@ -4,11 +4,11 @@ namespace chimera::runtime {
 
 ScheduleBatches::ScheduleBatches(const schedule::Schedule& schedule, int worker)
     : mb_split_(schedule.mb_split) {
-  const auto m = static_cast<std::size_t>(schedule.micro_batches);
+  const auto m = static_cast<std::size_t>(schedule.schedule_micro_batches);
   inputs_.tokens.assign(m, nullptr);
   inputs_.targets.assign(m, nullptr);
   batches_.resize(m);
-  for (int j = 0; j < schedule.micro_batches; ++j) {
+  for (int j = 0; j < schedule.schedule_micro_batches; ++j) {
     const auto& place = schedule.placement.at(static_cast<std::size_t>(schedule.pipe_of[j]));
     if (place.front() == worker || place.back() == worker) needed_.push_back(j);
   }

@@ -1,7 +1,8 @@
 #pragma once
 // What the executor asks of the stages a worker holds: forward and backward of one model stage
-// for one micro-batch. Two implementations: real GPT-2 stages (model + backend) and emulated
-// stages (timed waits of the configured F/B costs, for timing schedules at scale on a laptop).
+// for one micro-batch. Implementations named by what differs: RealStageCompute (GPT-2 stages on a
+// backend), EmulatedStageCompute (timed waits of the configured F/B costs, for timing schedules
+// at scale on a laptop) and InferenceStageCompute (forward only, for validation and sampling).
 // Message pointers are memory from allocate_message(), owned by the executor; an implementation
 // copies what it keeps.
 #include <cstddef>

@@ -55,7 +55,7 @@ std::string header(const RunPlan& plan, std::size_t params, const std::string& c
       p.scheme + variant, t.world_size, t.replicas, t.workers,
       plan.schedule.stages != t.workers ? fmt::format(" ({} model stages)", plan.schedule.stages)
                                         : "",
-      p.micro_batches, plan.micro_batch_size, plan.seq_len, plan.global_batch,
+      plan.batch.micro_batches, plan.batch.micro_batch_size, plan.seq_len, plan.global_batch(),
       plan.tokens_per_step(), plan.model.n_layer, plan.model.n_embd, plan.model.n_head,
       plan.model.vocab_size, static_cast<double>(params) / 1e6, plan.schedule.stages,
       plan.partition.to_string(), compute);
@@ -123,6 +123,7 @@ Trainer::Impl::Impl(const TrainRequest& req, MPI_Comm w) : request(req), world(w
   MPI_CHECK(MPI_Comm_size(world, &size));
   const Config& config = request.config;
   comm::all_or_none(world, [&] {
+    check_config(config);
     if (config.runtime.compute != ComputeMode::Emulate &&
         config.runtime.backend == BackendKind::Cpu) {
       const auto too_large = exceeds_host_memory(config, physical_memory_bytes());
@@ -132,7 +133,6 @@ Trainer::Impl::Impl(const TrainRequest& req, MPI_Comm w) : request(req), world(w
     CHIMERA_REQUIRE(!(request.resume && !request.init.empty()),
                     "--resume and --init exclude each other: --resume continues a run from "
                     "checkpoint.dir, --init starts a new one from a checkpoint's weights");
-    check_config_values(config);
     CHIMERA_REQUIRE(request.stop_after >= 0, "--stop-after {}: must be >= 0 (0 = off)",
                     request.stop_after);
     // Without a checkpoint the next job of the chain has nothing to resume from.
@@ -145,25 +145,6 @@ Trainer::Impl::Impl(const TrainRequest& req, MPI_Comm w) : request(req), world(w
     CHIMERA_REQUIRE(!plan.emulate || (config.checkpoint.dir.empty() && request.init.empty() &&
                                       config.train.eval_every == 0),
                     "--compute emulate has no weights: drop --save-dir, --init and --eval-every");
-    const int sample_tokens = config.log.sample_tokens;
-    CHIMERA_REQUIRE(sample_tokens >= 0, "log.sample_tokens = {} must be >= 0", sample_tokens);
-    CHIMERA_REQUIRE(sample_tokens == 0 || config.train.eval_every > 0,
-                    "log.sample_tokens = {} prints a sample with each validation loss: set "
-                    "train.eval_every (--eval-every K) too",
-                    sample_tokens);
-    CHIMERA_REQUIRE(sample_tokens == 0 || !config.parallel.recompute,
-                    "log.sample_tokens = {} needs the last stage's activations, which "
-                    "parallel.recompute = true does not keep: set one of them off",
-                    sample_tokens);
-    CHIMERA_REQUIRE(config.train.max_skipped_steps >= 1,
-                    "train.max_skipped_steps = {}: must be at least 1",
-                    config.train.max_skipped_steps);
-    CHIMERA_REQUIRE(config.checkpoint.save_timeout_s >= 0.0,
-                    "checkpoint.save_timeout_s = {}: use 0 (no bound) or a number of seconds",
-                    config.checkpoint.save_timeout_s);
-    CHIMERA_REQUIRE(config.runtime.watchdog_s >= 0.0,
-                    "runtime.watchdog_s = {}: use 0 (off) or a number of seconds",
-                    config.runtime.watchdog_s);
   });
   comms = std::make_unique<comm::Communicators>(plan.topology, world);
   comm::all_or_none(world, [&] { local_rank = comm::node_local_rank(world, comm::process_env); });
@@ -319,7 +300,7 @@ void Trainer::Impl::run() {
       hang_hook.maybe_hang(rank, step + 1, false);
       const Stopwatch iter_clock;
       // Feed and execute.
-      const std::int64_t cursor = resume_cursor + (step - start_step) * plan.global_batch;
+      const std::int64_t cursor = resume_cursor + (step - start_step) * plan.global_batch();
       const auto& inputs = feed->load(cursor);
       StageCompute& stages = compute->stages();
       stages.zero_grad();
@@ -365,7 +346,7 @@ void Trainer::Impl::run() {
       const bool stop_here = request.stop_after > 0 && step + 1 - start_step >= request.stop_after;
       const bool last_save = s.stop() || stop_here || step + 1 == steps;
       if (checkpointing && checkpointing->due(step, last_save, verdict.skip)) {
-        io::CheckpointMeta meta{step + 1, config.train.seed, cursor + plan.global_batch,
+        io::CheckpointMeta meta{step + 1, config.train.seed, cursor + plan.global_batch(),
                                 config.to_toml()};
         meta.skipped_steps = guard.skipped_steps();
         checkpointing->save(compute->state(), meta, last_save);

@@ -17,7 +17,7 @@ Schedule forward_one(const Schedule& training) {
   s.variant = training.variant;
   s.workers = training.workers;
   s.stages = training.stages;
-  s.micro_batches = 1;
+  s.schedule_micro_batches = 1;
   s.forward_only = true;
   s.placement = {training.placement.at(0)};
   s.pipe_of = {0};

@@ -73,7 +73,7 @@ class SlotMap {
 void lay_out_waves(Schedule& s) {
   const int D = s.workers;
   const int pipes = s.pipes();
-  const int per_pipe = s.micro_batches / pipes;
+  const int per_pipe = s.schedule_micro_batches / pipes;
   // A wave's slots relative to its injection: F at stage st in +st, B in +2D-1-st.
   auto forward_slot = [](int st) { return std::int64_t{st}; };
   auto backward_slot = [D](int st) { return std::int64_t{2} * D - 1 - st; };
@@ -111,7 +111,7 @@ void lay_out_waves(Schedule& s) {
 void lay_out_paired_forwards(Schedule& s, int in_flight_limit) {
   const int D = s.workers;
   const int pipes = s.pipes();
-  const int per_pipe = s.micro_batches / pipes;  // even: forwards run in pairs
+  const int per_pipe = s.schedule_micro_batches / pipes;  // even: forwards run in pairs
   const int pairs = per_pipe / 2;
   constexpr std::int64_t kNotYet = std::numeric_limits<std::int64_t>::max();
 

@@ -107,7 +107,7 @@ Schedule chimera_zb(int D, int N, int max_in_flight) {
       workers[w].primary.push_back(op);
     }
   }
-  EndTimes ends(s.pipes(), s.stages, s.micro_batches);
+  EndTimes ends(s.pipes(), s.stages, s.schedule_micro_batches);
   // When op's input is there: kNotYet while its producer is not placed.
   auto ready_at = [&](const Op& op) {
     const int mb = op.mbs.front();

@@ -34,7 +34,7 @@ Schedule make_shell(std::string scheme, std::string variant, int D, int stages, 
   s.variant = std::move(variant);
   s.workers = D;
   s.stages = stages;
-  s.micro_batches = micro_batches;
+  s.schedule_micro_batches = micro_batches;
   s.mb_split = mb_split;
   s.placement = std::move(placement);
   const int per_pipe = micro_batches / s.pipes();

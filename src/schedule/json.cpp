@@ -108,7 +108,7 @@ std::string schedule_to_json(const Schedule& s, const Program* program) {
   Ordered head{{"scheme", s.scheme},
                {"variant", s.variant},
                {"stages", s.stages},
-               {"micro_batches", s.micro_batches}};
+               {"micro_batches", s.schedule_micro_batches}};
   if (s.mb_split != 1) head["mb_split"] = s.mb_split;
   if (s.forward_only) head["forward_only"] = true;
   head["pipes"] = s.pipes();
@@ -142,7 +142,7 @@ Schedule schedule_from_json(std::string_view text) {
   s.scheme = scheme.get<std::string>();
   s.variant = variant.get<std::string>();
   s.stages = integer(field(root, "stages", top), "stages");
-  s.micro_batches = integer(field(root, "micro_batches", top), "micro_batches");
+  s.schedule_micro_batches = integer(field(root, "micro_batches", top), "micro_batches");
   s.mb_split = root.contains("mb_split") ? integer(root["mb_split"], "mb_split") : 1;
   if (root.contains("forward_only")) {
     CHIMERA_REQUIRE(root["forward_only"].is_boolean(),

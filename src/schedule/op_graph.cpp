@@ -52,16 +52,16 @@ struct OpTable {
 std::string check_shape(const Schedule& s) {
   if (s.workers < 1) return fmt::format("workers = {}: a schedule needs at least 1", s.workers);
   if (s.stages < 1) return fmt::format("stages = {}: a schedule needs at least 1", s.stages);
-  if (s.micro_batches < 1) {
-    return fmt::format("micro_batches = {}: a schedule needs at least 1", s.micro_batches);
+  if (s.schedule_micro_batches < 1) {
+    return fmt::format("micro_batches = {}: a schedule needs at least 1", s.schedule_micro_batches);
   }
-  if (s.mb_split < 1 || s.micro_batches % s.mb_split != 0) {
+  if (s.mb_split < 1 || s.schedule_micro_batches % s.mb_split != 0) {
     return fmt::format("mb_split = {} must be >= 1 and divide micro_batches = {}", s.mb_split,
-                       s.micro_batches);
+                       s.schedule_micro_batches);
   }
-  if (std::int64_t{s.stages} * s.micro_batches > kMaxCells) {
+  if (std::int64_t{s.stages} * s.schedule_micro_batches > kMaxCells) {
     return fmt::format("stages * micro_batches = {} exceeds the limit {}",
-                       std::int64_t{s.stages} * s.micro_batches, kMaxCells);
+                       std::int64_t{s.stages} * s.schedule_micro_batches, kMaxCells);
   }
   if (static_cast<int>(s.ops.size()) != s.workers) {
     return fmt::format("ops lists {} workers, workers = {}", s.ops.size(), s.workers);
@@ -80,11 +80,11 @@ std::string check_shape(const Schedule& s) {
       }
     }
   }
-  if (static_cast<int>(s.pipe_of.size()) != s.micro_batches) {
+  if (static_cast<int>(s.pipe_of.size()) != s.schedule_micro_batches) {
     return fmt::format("pipe_of has {} entries, micro_batches = {}", s.pipe_of.size(),
-                       s.micro_batches);
+                       s.schedule_micro_batches);
   }
-  for (int m = 0; m < s.micro_batches; ++m) {
+  for (int m = 0; m < s.schedule_micro_batches; ++m) {
     if (s.pipe_of[m] < 0 || s.pipe_of[m] >= s.pipes()) {
       return fmt::format("pipe_of[{}] = {} is not a pipe in [0, {})", m, s.pipe_of[m], s.pipes());
     }
@@ -104,8 +104,8 @@ std::string check_op(const Schedule& s, int worker, int index) {
   if (op.mbs.empty()) return fmt::format("{}: covers no micro-batch", at());
   for (std::size_t k = 0; k < op.mbs.size(); ++k) {
     const int m = op.mbs[k];
-    if (m < 0 || m >= s.micro_batches) {
-      return fmt::format("{}: micro-batch {} is not in [0, {})", at(), m, s.micro_batches);
+    if (m < 0 || m >= s.schedule_micro_batches) {
+      return fmt::format("{}: micro-batch {} is not in [0, {})", at(), m, s.schedule_micro_batches);
     }
     if (std::find(op.mbs.begin(), op.mbs.begin() + static_cast<std::ptrdiff_t>(k), m) !=
         op.mbs.begin() + static_cast<std::ptrdiff_t>(k)) {
@@ -143,8 +143,8 @@ std::optional<OpGraph> OpGraph::build(const Schedule& s, std::string& problem) {
 
   // Who runs what, exactly once.
   OpTable table;
-  table.micro_batches = s.micro_batches;
-  const std::size_t cells = static_cast<std::size_t>(s.stages) * s.micro_batches;
+  table.micro_batches = s.schedule_micro_batches;
+  const std::size_t cells = static_cast<std::size_t>(s.stages) * s.schedule_micro_batches;
   for (auto* v : {&table.f, &table.b, &table.i, &table.w}) v->assign(cells, -1);
   for (int w = 0; w < s.workers; ++w) {
     for (int k = 0; k < static_cast<int>(s.ops[w].size()); ++k) {
@@ -163,7 +163,7 @@ std::optional<OpGraph> OpGraph::build(const Schedule& s, std::string& problem) {
       }
     }
   }
-  for (int m = 0; m < s.micro_batches; ++m) {
+  for (int m = 0; m < s.schedule_micro_batches; ++m) {
     const int p = s.pipe_of[m];
     for (int st = 0; st < s.stages; ++st) {
       const std::size_t c = table.cell(st, m);

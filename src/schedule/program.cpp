@@ -2,6 +2,14 @@
 
 namespace chimera::schedule {
 
+int MessageKey::index(int micro_batches) const {
+  return (stage * 2 + (payload == Payload::Gradient ? 1 : 0)) * micro_batches + mb;
+}
+
+std::int64_t message_key_count(const Schedule& schedule) {
+  return 2LL * schedule.stages * schedule.schedule_micro_batches;
+}
+
 const char* instr_name(InstrKind kind) {
   switch (kind) {
     case InstrKind::PostRecv:

@@ -70,7 +70,7 @@ std::string render_grid(const Schedule& s, const SimResult& r, const Costs& cost
                                     : fmt::format("F={:g} B={:g}", costs.F, costs.B);
   const std::string name = s.variant.empty() ? s.scheme : s.scheme + " " + s.variant;
   out += fmt::format("\n{}: D={} N={}, one column = {:g} ({})\n", name, s.workers,
-                     s.micro_batches / s.mb_split, q, cost_text);
+                     s.configured_micro_batches(), q, cost_text);
   out += fmt::format("makespan          {:g}\n", r.makespan);
   out += fmt::format("bubble ratio      {:.4f}\n", r.bubble_ratio);
   out += fmt::format("idle per worker   {}\n", detail::join_numbers(r.idle));

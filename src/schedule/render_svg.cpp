@@ -41,7 +41,7 @@ std::string render_svg(const Schedule& s, const SimResult& r, const Costs& costs
   out += fmt::format(
       "<text x=\"{}\" y=\"16\" font-size=\"13\">{}: D={} N={}, makespan {:g}, bubble ratio "
       "{:.3f}</text>\n",
-      kLeft, name, s.workers, s.micro_batches / s.mb_split, r.makespan, r.bubble_ratio);
+      kLeft, name, s.workers, s.configured_micro_batches(), r.makespan, r.bubble_ratio);
   for (int w = 0; w < s.workers; ++w) {
     const double y = kTop + w * kRow;
     out += fmt::format("<text x=\"4\" y=\"{:.1f}\">P{}</text>\n", y + 13, w);

@@ -31,7 +31,7 @@ Schedule read_schedule_file(const std::string& path, ScheduleFileFormat format) 
   const VerifyResult result = check(s);
   if (!result.ok) {
     throw InputError(fmt::format("schedule file '{}' (D={}, N={}): {}", path, s.workers,
-                                 s.micro_batches, result.problem));
+                                 s.schedule_micro_batches, result.problem));
   }
   return s;
 }

@@ -260,11 +260,11 @@ std::string search_summary(const SearchResult& r) {
       "lower bound       {:g}  gap {:.1f}%\n"
       "started from      {} ({:g}): improved by {:g} ({:.1f}%)\n"
       "effort            {} built-ins ({} within the cap), {} orders evaluated, {:.1f} s{}\n",
-      r.schedule.variant, r.schedule.workers, r.schedule.micro_batches / r.schedule.mb_split,
-      r.makespan, r.bubble_ratio, r.peak_activations, r.lower_bound, 100 * r.gap, r.best_builtin,
-      r.builtin_makespan, gained, 100 * gained / r.builtin_makespan, r.builtins_tried,
-      r.builtins_within_cap, r.evaluations, r.seconds,
-      r.stopped_by_clock ? " (stopped by the clock: not reproducible)" : "");
+      r.schedule.variant, r.schedule.workers,
+      r.schedule.schedule_micro_batches / r.schedule.mb_split, r.makespan, r.bubble_ratio,
+      r.peak_activations, r.lower_bound, 100 * r.gap, r.best_builtin, r.builtin_makespan, gained,
+      100 * gained / r.builtin_makespan, r.builtins_tried, r.builtins_within_cap, r.evaluations,
+      r.seconds, r.stopped_by_clock ? " (stopped by the clock: not reproducible)" : "");
 }
 
 }  // namespace chimera::schedule

@@ -30,7 +30,7 @@ SearchGraph SearchGraph::build(const Schedule& s, const Costs& costs) {
   g.shell = s;
   g.shell.ops.assign(s.ops.size(), {});
   const double scale = work_per_micro_batch(s);
-  OpIndex index(s.pipes(), s.stages, s.micro_batches);
+  OpIndex index(s.pipes(), s.stages, s.schedule_micro_batches);
   for (int w = 0; w < static_cast<int>(s.ops.size()); ++w) {
     for (const Op& op : s.ops[w]) {
       const int id = g.size();

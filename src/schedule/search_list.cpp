@@ -13,7 +13,7 @@ namespace chimera::schedule::detail {
 Schedule all_split_ops(const Schedule& structure) {
   Schedule s = structure;
   s.ops.assign(static_cast<std::size_t>(s.workers), {});
-  for (int mb = 0; mb < s.micro_batches; ++mb) {
+  for (int mb = 0; mb < s.schedule_micro_batches; ++mb) {
     const int pipe = s.pipe_of[mb];
     for (int stage = 0; stage < s.stages; ++stage) {
       auto& ops = s.ops[s.placement[pipe][stage]];
@@ -48,8 +48,8 @@ Rule draw_rule(const Schedule& shell, Rng& rng) {
   const int pipes = shell.pipes();
   const int rotate = rng.below(pipes);
   std::vector<int> seen(static_cast<std::size_t>(pipes), 0);
-  r.mb_rank.resize(static_cast<std::size_t>(shell.micro_batches));
-  for (int mb = 0; mb < shell.micro_batches; ++mb) {
+  r.mb_rank.resize(static_cast<std::size_t>(shell.schedule_micro_batches));
+  for (int mb = 0; mb < shell.schedule_micro_batches; ++mb) {
     const int pipe = shell.pipe_of[mb];
     r.mb_rank[mb] = seen[pipe]++ * pipes + (pipe + rotate) % pipes;
   }

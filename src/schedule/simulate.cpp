@@ -87,16 +87,12 @@ namespace {
 // order, a WaitRecv only once its message's Send is in. Messages are numbered by their Send.
 void order_steps(const Program& program, const detail::OpGraph& g, std::vector<ReplayStep>& steps,
                  std::vector<bool>& message_is_activation) {
-  using Key = std::tuple<int, int, int, int>;  // payload, pipe, stage, mb
-  auto key = [](const Message& m) {
-    return Key{static_cast<int>(m.payload), m.pipe, m.stage, m.mb};
-  };
   // Messages are numbered by their Send.
-  std::map<Key, int> number;
+  std::map<MessageKey, int> number;
   for (const auto& code : program.workers) {
     for (const Instr& in : code) {
       if (in.kind != InstrKind::Send) continue;
-      number.emplace(key(in.msg), static_cast<int>(message_is_activation.size()));
+      number.emplace(in.msg.key(), static_cast<int>(message_is_activation.size()));
       message_is_activation.push_back(in.msg.payload == Payload::Activation);
     }
   }
@@ -115,7 +111,7 @@ void order_steps(const Program& program, const detail::OpGraph& g, std::vector<R
         const bool message = in.kind == InstrKind::PostRecv || in.kind == InstrKind::WaitRecv ||
                              in.kind == InstrKind::Send;
         if (message) {
-          const auto it = number.find(key(in.msg));
+          const auto it = number.find(in.msg.key());
           CHIMERA_CHECK(it != number.end(), "the lowered program receives a message never sent");
           arg = it->second;
           if (in.kind == InstrKind::WaitRecv && !sent[arg]) break;  // the sender is not there yet

@@ -164,7 +164,8 @@ Schedule schedule_from_torch_csv(std::string_view text) {
     if (end == std::string_view::npos) break;
     text.remove_prefix(end + 1);
   }
-  while (!rows.empty() && trim(rows.back()).empty()) rows.pop_back();
+  // An empty line, trailing or not, is a rank with no actions: PyTorch's _load_csv reads it so
+  // (csv.reader yields [] for it), and a file PyTorch runs on R ranks must mean R ranks here too.
   if (rows.empty()) throw InputError("torch CSV: the file has no rows (one row per rank)");
   if (static_cast<int>(rows.size()) > kMaxRanks) {
     throw InputError(fmt::format("torch CSV: {} rows; at most {} ranks", rows.size(), kMaxRanks));
@@ -195,7 +196,7 @@ Schedule schedule_from_torch_csv(std::string_view text) {
               where, a.stage, rank, r));
         }
         rank = r;
-        s.micro_batches = std::max(s.micro_batches, a.mb + 1);
+        s.schedule_micro_batches = std::max(s.schedule_micro_batches, a.mb + 1);
         backward = backward || a.kind != OpKind::F;
         s.ops[static_cast<std::size_t>(r)].push_back(Op{a.kind, 0, a.stage, {a.mb}});
       }
@@ -213,7 +214,7 @@ Schedule schedule_from_torch_csv(std::string_view text) {
     }
   }
   s.placement = {rank_of};
-  s.pipe_of.assign(static_cast<std::size_t>(s.micro_batches), 0);
+  s.pipe_of.assign(static_cast<std::size_t>(s.schedule_micro_batches), 0);
   s.forward_only = !backward;
   return s;
 }

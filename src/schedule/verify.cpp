@@ -157,7 +157,7 @@ OpGraph verified_graph(const Schedule& schedule) {
   if (!problem.empty()) {
     throw Error(fmt::format("{}invalid {} schedule (D={}, N={}): {}", rank_prefix(),
                             schedule.scheme.empty() ? "unnamed" : schedule.scheme, schedule.workers,
-                            schedule.micro_batches, problem));
+                            schedule.schedule_micro_batches, problem));
   }
   return std::move(*graph);
 }

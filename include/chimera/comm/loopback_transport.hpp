@@ -26,8 +26,8 @@ class LoopbackHub {
 
  private:
   friend class LoopbackTransport;
-  // (replica, payload, pipe, stage, micro-batch, src, dst)
-  using Key = std::tuple<int, int, int, int, int, int, int>;
+  // (replica, message, src, dst)
+  using Key = std::tuple<int, schedule::MessageKey, int, int>;
   // Shared by a message's send and receive requests: set once the data has been copied.
   struct Delivery {
     bool done = false;

@@ -1,8 +1,8 @@
 #pragma once
 // The executor's transport over MPI (transport.hpp): messages through MPI_Isend/MPI_Irecv on the
-// pipeline communicator, one tag per (payload, stage, micro-batch); a receiver sleeps on its
-// doorbell until the sender rings (runtime.wait = doorbell); gradient sums through GradSync:
-// in-place MPI_Iallreduce over each stage's communicator, or a GPU path's AsyncSum.
+// pipeline communicator, one tag per message key (program.hpp); a receiver sleeps on its
+// doorbell until the sender rings (runtime.wait = doorbell); one StageSum per gradient buffer
+// (stage_sum.hpp) over its stage's communicator: MPI_Iallreduce, or what the SumFactory makes.
 #include <functional>
 #include <memory>
 #include <optional>
@@ -10,15 +10,10 @@
 
 #include "chimera/comm/communicators.hpp"
 #include "chimera/comm/doorbell.hpp"
-#include "chimera/comm/grad_sync.hpp"
 #include "chimera/comm/topology.hpp"
 #include "chimera/comm/transport.hpp"
 
 namespace chimera::comm {
-
-// How a gradient buffer is summed over `comm` when MPI_Iallreduce on its memory will not do
-// (GPU memory: NCCL, or MPI on a host copy); returns null for MPI_Iallreduce.
-using SumFactory = std::function<std::unique_ptr<AsyncSum>(const GradBuffer&, MPI_Comm)>;
 
 class MpiTransport final : public Transport {
  public:
@@ -63,7 +58,7 @@ class MpiTransport final : public Transport {
   std::size_t floats_;
   SumFactory make_sum_;
   std::optional<Doorbells> bells_;
-  GradSync sums_;
+  StageSums sums_;
   std::vector<Pending> pending_;  // by request id; ids are reused through free_
   std::vector<Request> free_;
 };

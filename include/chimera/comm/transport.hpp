@@ -3,7 +3,7 @@
 // Transport. Point to point: post a receive, send, test, wait; sums: register a gradient buffer,
 // start its sum, progress, wait for all. Two implementations:
 //  - MpiTransport (mpi_transport.hpp): MPI_Isend/MPI_Irecv on the pipeline communicator with
-//    doorbells, MPI_Iallreduce (or a GPU path's AsyncSum) over the stage communicators;
+//    doorbells, one StageSum per gradient buffer (stage_sum.hpp) over the stage communicators;
 //  - LoopbackTransport (loopback_transport.hpp): every worker of every replica in one process, as
 //    threads, for tests that run the executor directly.
 // Messages are identified by schedule::Message (lower.hpp); a message buffer belongs to the
@@ -13,23 +13,10 @@
 #include <vector>
 
 #include "chimera/comm/mpi.hpp"
+#include "chimera/comm/stage_sum.hpp"
 #include "chimera/schedule/program.hpp"
 
 namespace chimera::comm {
-
-// One contiguous gradient buffer to be summed across the ranks holding it.
-struct GradBuffer {
-  std::string name;  // "stage 3", "tied wte"
-  int stage = -1;    // model stage, or -1 for the tied token table
-  float* data = nullptr;
-  std::size_t count = 0;
-};
-
-struct SumTiming {
-  std::string name;
-  double start_s = 0.0;  // when the sum was started
-  double done_s = 0.0;   // when a test or wait first saw it complete
-};
 
 class Transport {
  public:

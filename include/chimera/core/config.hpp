@@ -103,6 +103,8 @@ struct RuntimeConfig {
   std::string precision = "fp32";
   MessagesMode messages = MessagesMode::Auto;     // cuda: device (CUDA-aware MPI) | host (staged)
   AllreduceMode allreduce = AllreduceMode::Auto;  // cuda: nccl | mpi
+  // cuda: let device-buffer MPI messages and NCCL sums run at once (may deadlock: docs/cuda.md)
+  bool device_mpi_with_nccl = false;
   ComputeMode compute = ComputeMode::Real;
   std::string cost;  // emulate: "F:B[:W]" milliseconds per stage op
   // doorbell: a waiting rank sleeps until a peer on its node rings; poll: in short slices.

@@ -5,6 +5,7 @@
 // part and a weight-gradient part (zero-bubble schedules run them at different times); weight
 // gradients accumulate (+=).
 #include "chimera/backend/backend.hpp"
+#include "chimera/model/gpt2_config.hpp"
 
 namespace chimera::model {
 
@@ -20,6 +21,11 @@ struct Dims {
   Index V = 0;
   Index Vp = 0;
   Index N() const { return B * T; }
+
+  // B samples of T tokens through `config`'s model: the one place a stage's sizes are made.
+  static Dims of(const GPT2Config& config, Index B, Index T) {
+    return Dims{B, T, config.n_embd, config.n_head, config.vocab_size, config.padded_vocab_size};
+  }
 };
 
 // Hugging Face Conv1D: out[N, n_out] = inp[N, n_in] weight[n_in, n_out] + bias (+ residual, if

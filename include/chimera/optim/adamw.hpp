@@ -16,7 +16,7 @@ struct AdamWConfig {
   double beta2 = 0.95;
   double eps = 1e-8;
   double weight_decay = 0.1;
-  // train.beta1, beta2, eps, weight_decay; InputError when a value is out of range.
+  // train.beta1, beta2, eps, weight_decay, as check_optimizer_config (config_checks.hpp) passed.
   static AdamWConfig from(const TrainConfig& train);
 };
 

@@ -15,7 +15,7 @@ struct LrSchedule {
   int warmup_steps = 0;
   int total_steps = 1;
 
-  // train.lr, min_lr, warmup_steps, steps; InputError when out of range.
+  // train.lr, min_lr, warmup_steps, steps, as check_optimizer_config (config_checks.hpp) passed.
   static LrSchedule from(const TrainConfig& train);
   double at(int step) const;
 };

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "chimera/core/parallel_settings.hpp"
 #include "chimera/schedule/ir.hpp"
 
 namespace chimera::schedule {
@@ -23,8 +24,9 @@ struct ScheduleRequest {
   int max_in_flight = 0;   // chimera-zb: most micro-batches held per worker (0 = D)
 };
 
-// The generated schemes make_schedule accepts, in the order tables list them (and file:PATH).
-const std::vector<std::string>& scheme_names();
+// The generated schemes make_schedule accepts, in the order tables list them (and file:PATH);
+// their settings are checked against one table (parallel_settings.hpp).
+using chimera::scheme_names;
 
 // Generates the requested schedule. Invalid requests throw chimera::InputError (exit status 2).
 Schedule make_schedule(const ScheduleRequest& request);

@@ -5,6 +5,8 @@
 // there, in program order), the tied-embedding reduction, and the final wait for the sums. The
 // executor runs exactly these instructions; the simulator prices them. Communication is never
 // hand-written.
+#include <compare>
+#include <cstdint>
 #include <vector>
 
 #include "chimera/schedule/ir.hpp"
@@ -16,6 +18,23 @@ enum class Payload : std::uint8_t {
   Gradient,    // input-gradient of B/I at (pipe, stage, mb), output-gradient of (pipe, stage - 1)
 };
 
+// What a message is within one run of a schedule: the one key of the executor's mailbox, both
+// transports and the simulator. A new kind of payload is one more Payload value, nothing else.
+struct MessageKey {
+  Payload payload = Payload::Activation;
+  int pipe = 0;
+  int stage = 0;  // the stage that produced the message
+  int mb = 0;
+
+  auto operator<=>(const MessageKey&) const = default;
+  // A number below message_key_count() for a schedule of `micro_batches` micro-batch ids: the
+  // MPI tag. The pipe is left out, as a micro-batch runs in one pipe only.
+  int index(int micro_batches) const;
+};
+
+// How many index() values `schedule`'s messages can take: 2 payloads x stages x micro-batches.
+std::int64_t message_key_count(const Schedule& schedule);
+
 struct Message {
   Payload payload = Payload::Activation;
   int pipe = 0;
@@ -24,6 +43,7 @@ struct Message {
   int src = 0;  // sending worker
   int dst = 0;  // receiving worker
 
+  MessageKey key() const { return {payload, pipe, stage, mb}; }
   bool operator==(const Message&) const = default;
 };
 

@@ -19,7 +19,8 @@ namespace chimera::schedule {
 // half micro-batches (mb_split > 1).
 std::string schedule_to_torch_csv(const Schedule& schedule);
 
-// Parses the format (rows ended by "\n" or "\r\n"; trailing empty lines ignored; PyTorch's
+// Parses the format (rows ended by "\n" or "\r\n"; an empty line is a rank with no actions, as
+// PyTorch's _load_csv reads it, trailing ones included; PyTorch's
 // `(a;b)OVERLAP_F_B` cells read as their sub-actions in order). Builds a one-pipe schedule:
 // scheme "torch-csv", workers = rows, stages = largest stage + 1, micro_batches = largest
 // micro-batch + 1, placement from the rows, pipe_of all 0, forward_only when no row has a

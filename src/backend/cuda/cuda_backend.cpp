@@ -6,6 +6,9 @@
 #include "chimera/comm/local_rank.hpp"
 #include "chimera/core/error.hpp"
 #include "cuda_check.hpp"
+#ifdef CHIMERA_HAVE_NCCL
+#include <nccl.h>
+#endif
 
 namespace chimera::backend::cuda {
 
@@ -105,12 +108,20 @@ std::string CudaBackend::description() const {
   const char* math = compute_type_ == CUBLAS_COMPUTE_32F             ? "fp32"
                      : compute_type_ == CUBLAS_COMPUTE_32F_FAST_TF32 ? "tf32 tensor cores"
                                                                      : "bf16 tensor cores";
+#ifdef CHIMERA_HAVE_NCCL
+  int nccl_version = 0;
+  (void)ncclGetVersion(&nccl_version);
+  const std::string nccl = fmt::format("NCCL {}", nccl_version);
+#else
+  // Said in every GPU run's log: a build that missed NCCL sums gradients through MPI.
+  const std::string nccl = "no NCCL (built without it: gradient sums go through MPI)";
+#endif
   return fmt::format(
       "cuda: {} (compute {}.{}, {} SMs, {} MHz, {:.1f} GiB) device {} [{}]; GEMMs {} (cuBLAS "
-      "{}), other kernels and all storage fp32; CUDA runtime {}.{}",
+      "{}), other kernels and all storage fp32; CUDA runtime {}.{}; {}",
       info_.name, info_.major, info_.minor, info_.sm_count, info_.clock_khz / 1000,
       static_cast<double>(info_.memory_bytes) / (1 << 30), device_, info_.pci_bus_id, math, cublas,
-      runtime / 1000, runtime % 1000 / 10);
+      runtime / 1000, runtime % 1000 / 10, nccl);
 }
 
 // --- memory ------------------------------------------------------------------------------------

@@ -4,7 +4,7 @@
 #include <numeric>
 
 #include "chimera/comm/communicators.hpp"
-#include "chimera/comm/grad_sync.hpp"
+#include "chimera/comm/stage_sum.hpp"
 #include "mpi_world.hpp"
 
 namespace chimera::comm {
@@ -49,16 +49,17 @@ TEST(Communicators, GroupsHaveTheRightMembers) {
 
 // Two stage gradients per rank, started in opposite orders on neighbouring ranks: separate
 // communicators per stage mean no common order is needed, and the sums must be exact.
-TEST(GradSync, SumsEachStageOverItsHoldersInAnyStartOrder) {
+TEST(StageSums, SumsEachStageOverItsHoldersInAnyStartOrder) {
   const auto sched = test_schedule();
   const auto topo = Topology::make(world_size(), world_rank(), sched);
   const Communicators comms(topo, MPI_COMM_WORLD);
-  GradSync sync;
+  StageSums sync;
   std::vector<std::vector<float>> grads;
   for (int s : topo.held) grads.push_back(std::vector<float>(1000, float(world_rank() + 10 * s)));
   std::vector<int> keys;
   for (std::size_t i = 0; i < topo.held.size(); ++i) {
-    keys.push_back(sync.add("stage", grads[i].data(), grads[i].size(), comms.stage(topo.held[i])));
+    keys.push_back(sync.add(GradBuffer{"stage", topo.held[i], grads[i].data(), grads[i].size()},
+                            comms.stage(topo.held[i])));
   }
   if (world_rank() % 2 == 1) std::reverse(keys.begin(), keys.end());
   for (int k : keys) sync.start(k);
@@ -70,13 +71,14 @@ TEST(GradSync, SumsEachStageOverItsHoldersInAnyStartOrder) {
     EXPECT_EQ(grads[i][0], expect);
     EXPECT_EQ(grads[i][999], expect);
     EXPECT_GE(sync.timings()[i].done_s, sync.timings()[i].start_s);
+    EXPECT_GT(sync.timings()[i].start_s, 0.0);
   }
 }
 
-TEST(GradSync, WaitAllRejectsAGradientNeverMarkedReady) {
+TEST(StageSums, WaitAllRejectsAGradientNeverMarkedReady) {
   std::vector<float> g(4, 1.0F);
-  GradSync sync;
-  sync.add("stage 0", g.data(), g.size(), MPI_COMM_SELF);
+  StageSums sync;
+  sync.add(GradBuffer{"stage 0", 0, g.data(), g.size()}, MPI_COMM_SELF);
   EXPECT_THROW(sync.wait_all(WaitPolicy{}), Error);
 }
 

@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "chimera/core/config.hpp"
 #include "chimera/core/config_checks.hpp"
@@ -207,7 +208,7 @@ TEST(Config, ADirectoryIsNotAConfigFile) {
 }
 
 TEST(ConfigChecks, DefaultsPass) {
-  EXPECT_NO_THROW(check_config_values(Config{}));
+  EXPECT_NO_THROW(check_config(Config{}));
 }
 
 TEST(ConfigChecks, RefuseValuesNoRunCanUseNamingKeyAndFlag) {
@@ -221,7 +222,7 @@ TEST(ConfigChecks, RefuseValuesNoRunCanUseNamingKeyAndFlag) {
     SCOPED_TRACE(k.set);
     Config c;
     c.set(k.set);
-    const std::string msg = input_error([&] { check_config_values(c); });
+    const std::string msg = input_error([&] { check_config(c); });
     EXPECT_NE(msg.find(k.needle), std::string::npos) << msg;
     EXPECT_NE(msg.find("must be >= 0"), std::string::npos) << msg;
   }
@@ -230,12 +231,52 @@ TEST(ConfigChecks, RefuseValuesNoRunCanUseNamingKeyAndFlag) {
 TEST(ConfigChecks, ValidationNeedsAtLeastOneBatchOnlyWhenItRuns) {
   Config c;
   c.train.eval_batches = 0;
-  EXPECT_NO_THROW(check_config_values(c));  // no validation: the key is unused
+  EXPECT_NO_THROW(check_config(c));  // no validation: the key is unused
   c.train.eval_every = 5;
-  const std::string msg = input_error([&] { check_config_values(c); });
+  const std::string msg = input_error([&] { check_config(c); });
   EXPECT_NE(msg.find("train.eval_batches = 0: must be at least 1"), std::string::npos) << msg;
   c.train.eval_batches = 1;
-  EXPECT_NO_THROW(check_config_values(c));
+  EXPECT_NO_THROW(check_config(c));
+}
+
+TEST(ConfigChecks, OptimizerValuesAreInputErrors) {
+  TrainConfig t;
+  EXPECT_NO_THROW(check_optimizer_config(t));
+  for (const char* set : {"train.min_lr=1.0", "train.lr=0", "train.steps=0", "train.beta2=1.0",
+                          "train.eps=0", "train.weight_decay=-1", "train.warmup_steps=-1"}) {
+    SCOPED_TRACE(set);
+    Config c;
+    c.set(set);
+    const std::string key = std::string(set).substr(0, std::string(set).find('='));
+    const std::string msg = input_error([&] { check_config(c); });
+    EXPECT_NE(msg.find(key), std::string::npos) << msg;
+  }
+}
+
+// The rules of the trainer's setup, the run plan's and the checkpoint directory's, in one place.
+TEST(ConfigChecks, EveryRuleOfTheSetupIsHere) {
+  struct Case {
+    std::vector<const char*> sets;
+    const char* needle;
+  };
+  for (const Case& k :
+       {Case{{"parallel.micro_batch_size=0"}, "parallel.micro_batch_size = 0: must be at least 1"},
+        Case{{"log.every=0"}, "log.every = 0: must be at least 1"},
+        Case{{"runtime.compute=emulate"}, "--compute emulate needs the op costs"},
+        Case{{"checkpoint.dir=x", "checkpoint.keep=0"}, "checkpoint.keep = 0 must be at least 1"},
+        Case{{"log.sample_tokens=-1"}, "log.sample_tokens = -1 must be >= 0"},
+        Case{{"log.sample_tokens=4"}, "set train.eval_every (--eval-every K) too"},
+        Case{{"log.sample_tokens=4", "train.eval_every=2", "parallel.recompute=true"},
+             "parallel.recompute = true does not keep"},
+        Case{{"train.max_skipped_steps=0"}, "train.max_skipped_steps = 0: must be at least 1"},
+        Case{{"checkpoint.save_timeout_s=-1"}, "checkpoint.save_timeout_s = -1"},
+        Case{{"runtime.watchdog_s=-1"}, "runtime.watchdog_s = -1"}}) {
+    SCOPED_TRACE(k.needle);
+    Config c;
+    for (const char* s : k.sets) c.set(s);
+    const std::string msg = input_error([&] { check_config(c); });
+    EXPECT_NE(msg.find(k.needle), std::string::npos) << msg;
+  }
 }
 
 TEST(ConfigChecks, ZeroKeepsItsMeaningOfOff) {
@@ -243,7 +284,7 @@ TEST(ConfigChecks, ZeroKeepsItsMeaningOfOff) {
   c.train.eval_every = 0;
   c.checkpoint.every = 0;
   c.train.grad_clip = 0.0;
-  EXPECT_NO_THROW(check_config_values(c));
+  EXPECT_NO_THROW(check_config(c));
 }
 
 }  // namespace chimera

@@ -182,7 +182,7 @@ TEST(Checkpoint, UnwritableDirectoryIsAnInputError) {
   const std::string message =
       input_error([&] { checkpoints.save(MPI_COMM_SELF, model.all(), meta_for(1)); });
   EXPECT_NE(message.find("a_file/ckpts"), std::string::npos) << message;
-  EXPECT_THROW(CheckpointDirectory(dir.string(), 0), InputError);
+  EXPECT_THROW(CheckpointDirectory(dir.string(), 0), Error);  // checkpoint.keep: config_checks
 }
 
 TEST(Checkpoint, WriterRejectsInconsistentTensors) {

@@ -144,7 +144,8 @@ TEST_F(Worker, TokensOutsideTheVocabularyAreInputErrors) {
 
 TEST_F(Worker, OptionsAreChecked) {
   EXPECT_THROW(GPT2Worker(*be_, config_, StagePartition({3}), {0}, {kB, 11, false}), InputError);
-  EXPECT_THROW(GPT2Worker(*be_, config_, StagePartition({3}), {0}, {0, kT, false}), InputError);
+  // The micro-batch size is the run plan's (B / mb_split, checked at setup): a contract here.
+  EXPECT_THROW(GPT2Worker(*be_, config_, StagePartition({3}), {0}, {0, kT, false}), Error);
   EXPECT_THROW(GPT2Worker(*be_, config_, StagePartition({2, 1}), {2}, {kB, kT, false}), Error);
   EXPECT_THROW(GPT2Worker(*be_, config_, StagePartition({2, 1}), {1, 1}, {kB, kT, false}), Error);
 }

@@ -2,16 +2,16 @@
 
 #include "chimera/core/error.hpp"
 #include "chimera/core/timer.hpp"
-#include "emulated_compute.hpp"  // src/runtime: internal to the runtime
+#include "emulated_stage_compute.hpp"  // src/runtime: internal to the runtime
 
 namespace chimera::runtime {
 namespace {
 
-TEST(EmulatedCompute, WaitsTheCostAndTracksActivations) {
+TEST(EmulatedStageCompute, WaitsTheCostAndTracksActivations) {
   schedule::Costs costs = schedule::Costs::forward_backward(4.0, 8.0);
   costs.W = 2.0;
   costs.I = 6.0;
-  EmulatedCompute c(costs, 0.5, 16, {{0, 10, 100}, {3, 20, 300}}, 50, true);
+  EmulatedStageCompute c(costs, 0.5, 16, {{0, 10, 100}, {3, 20, 300}}, 50, true);
   int polls = 0;
   c.set_progress([&] {
     ++polls;

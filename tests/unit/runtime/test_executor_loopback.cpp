@@ -166,7 +166,7 @@ Expected reference(int stages, int micro_batches, int replicas, bool forward_onl
 
 std::string name(const Schedule& s) {
   return s.scheme + " " + s.variant + " D=" + std::to_string(s.workers) +
-         " stages=" + std::to_string(s.stages) + " N=" + std::to_string(s.micro_batches) +
+         " stages=" + std::to_string(s.stages) + " N=" + std::to_string(s.schedule_micro_batches) +
          " pipes=" + std::to_string(s.pipes());
 }
 
@@ -201,7 +201,7 @@ RunResult run_loopback(const Schedule& s, const schedule::Program& program, int 
       computes.push_back(std::make_unique<ToyCompute>(s.stages, held, s.forward_only));
       executors.push_back(
           std::make_unique<Executor>(s, program, w, *computes.back(), *transports.back()));
-      for (int m = 0; m < s.micro_batches; ++m) {
+      for (int m = 0; m < s.schedule_micro_batches; ++m) {
         std::vector<std::int32_t> tok(kFloats), tgt(kFloats);
         for (std::size_t i = 0; i < kFloats; ++i) {
           tok[i] = token(r, m, i);
@@ -214,7 +214,7 @@ RunResult run_loopback(const Schedule& s, const schedule::Program& program, int 
   }
   std::size_t row = 0;
   for (auto& in : inputs) {
-    for (int m = 0; m < s.micro_batches; ++m, ++row) {
+    for (int m = 0; m < s.schedule_micro_batches; ++m, ++row) {
       in.tokens.push_back(token_data[row].data());
       in.targets.push_back(target_data[row].data());
     }
@@ -256,7 +256,7 @@ RunResult run_loopback(const Schedule& s, const schedule::Program& program, int 
 void expect_right_gradients(const Schedule& s, int replicas) {
   const schedule::Program program = schedule::lower(s);
   const RunResult got = run_loopback(s, program, replicas, 2);
-  const Expected want = reference(s.stages, s.micro_batches, replicas, s.forward_only);
+  const Expected want = reference(s.stages, s.schedule_micro_batches, replicas, s.forward_only);
   EXPECT_EQ(got.loss, want.loss) << name(s) << " W=" << replicas;
   for (int r = 0; r < replicas; ++r) {
     for (int w = 0; w < s.workers; ++w) {

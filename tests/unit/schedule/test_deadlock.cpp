@@ -26,7 +26,7 @@ Schedule ring(int workers, bool receive_first) {
   s.scheme = "hand";
   s.workers = workers;
   s.stages = 2;
-  s.micro_batches = workers;
+  s.schedule_micro_batches = workers;
   s.forward_only = true;
   for (int p = 0; p < workers; ++p) {
     s.placement.push_back({p, (p + 1) % workers});
@@ -82,7 +82,7 @@ TEST(Deadlock, TheShortestCycleIsTheOneReported) {
   Schedule s = ring(3, true);
   s.placement.push_back({1, 0});
   s.pipe_of.push_back(3);
-  s.micro_batches = 4;
+  s.schedule_micro_batches = 4;
   s.ops[0] = {f(2, 1, 2), f(3, 1, 3), f(0, 0, 0)};
   s.ops[1].push_back(f(3, 0, 3));
   const VerifyResult r = check(s);
@@ -101,7 +101,7 @@ TEST(Deadlock, SendingBeforePostingDeadlocksOnlyWithRendezvous) {
   // other worker) before stage 1 of the other's. Receives are posted one op ahead, so the receive
   // of the first message arrives in op 1's turn, after the worker's own first send.
   Schedule s = ring(2, false);
-  s.micro_batches = 4;
+  s.schedule_micro_batches = 4;
   s.pipe_of = {0, 1, 0, 1};
   s.ops[0] = {f(0, 0, 0), f(0, 0, 2), f(1, 1, 1), f(1, 1, 3)};
   s.ops[1] = {f(1, 0, 1), f(1, 0, 3), f(0, 1, 0), f(0, 1, 2)};

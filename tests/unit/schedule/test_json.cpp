@@ -42,7 +42,7 @@ TEST(Json, RoundTripsEveryScheme) {
     EXPECT_EQ(back.variant, s.variant);
     EXPECT_EQ(back.workers, s.workers);
     EXPECT_EQ(back.stages, s.stages);
-    EXPECT_EQ(back.micro_batches, s.micro_batches);
+    EXPECT_EQ(back.schedule_micro_batches, s.schedule_micro_batches);
     EXPECT_EQ(back.mb_split, s.mb_split) << r.scheme << " " << r.variant;
     EXPECT_EQ(back.placement, s.placement);
     EXPECT_EQ(back.pipe_of, s.pipe_of);

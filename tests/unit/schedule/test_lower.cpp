@@ -41,7 +41,7 @@ std::vector<Schedule> sample_schedules() {
 
 std::string name(const Schedule& s) {
   return s.scheme + " " + s.variant + " D=" + std::to_string(s.workers) +
-         " N=" + std::to_string(s.micro_batches) + " pipes=" + std::to_string(s.pipes());
+         " N=" + std::to_string(s.schedule_micro_batches) + " pipes=" + std::to_string(s.pipes());
 }
 
 // Does `op` produce `m` (as the sender)?
@@ -191,6 +191,27 @@ TEST(Lower, MessagesAndGradReadyWhereLowerHppSays) {
   for (const Schedule& s : sample_schedules()) expect_placement_rules(s, lower(s));
 }
 
+// One key per message: its index (the MPI tag, the executor's mailbox slot) is below
+// message_key_count and tells every message of an iteration apart, the pipe left out.
+TEST(Lower, MessageKeysAreDistinctAndBounded) {
+  for (const Schedule& s : sample_schedules()) {
+    const Program p = lower(s);
+    std::set<int> indices;
+    std::set<MessageKey> keys;
+    for (const auto& code : p.workers) {
+      for (const Instr& in : code) {
+        if (in.kind != InstrKind::Send) continue;
+        const int index = in.msg.key().index(s.schedule_micro_batches);
+        EXPECT_GE(index, 0);
+        EXPECT_LT(index, message_key_count(s));
+        EXPECT_TRUE(indices.insert(index).second) << s.scheme << " " << s.variant;
+        keys.insert(in.msg.key());
+      }
+    }
+    EXPECT_EQ(keys.size(), indices.size()) << s.scheme;
+  }
+}
+
 TEST(Lower, ProgramsRunToCompletion) {
   for (const Schedule& s : sample_schedules()) EXPECT_TRUE(runs_to_completion(lower(s))) << name(s);
 }
@@ -215,7 +236,7 @@ TEST(Lower, SameWorkerHandOffsHaveNoMessages) {
   s.scheme = "custom";
   s.workers = 2;
   s.stages = 3;
-  s.micro_batches = 1;
+  s.schedule_micro_batches = 1;
   s.placement = {{0, 0, 1}};
   s.pipe_of = {0};
   s.ops = {{{OpKind::F, 0, 0, {0}},

@@ -1,5 +1,8 @@
 // Invalid requests are input errors (exit status 2) with one line naming the rule.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+
+#include <algorithm>
 
 #include "chimera/core/error.hpp"
 #include "chimera/schedule/generators.hpp"
@@ -61,22 +64,48 @@ TEST(Requests, UnknownSchemeSuggestsTheClosest) {
 }
 
 TEST(Requests, VariantRules) {
-  expect_refused(request("chimera", 4, 8, "tripling"), "unknown chimera variant 'tripling'");
+  expect_refused(request("chimera", 4, 8, "tripling"),
+                 "parallel.variant (--variant) = tripling: use direct, doubling or halving");
   expect_refused(request("chimera", 6, 6, "doubling"),
                  "even number of micro-batches per pipe (got N/pipes = 3)");
   expect_refused(request("chimera", 4, 6, "halving", 4), "multiple of 4 (got N=6)");
 }
 
 TEST(Requests, OptionsOfOtherSchemesAreRefused) {
-  expect_refused(request("1f1b", 4, 4, "doubling"), "variant 'doubling' applies to chimera only");
-  expect_refused(request("gpipe", 4, 4, "", 2), "pipes = 2 applies to chimera only");
-  expect_refused(request("chimera", 4, 4, "", 0, 2), "virtual = 2 applies to interleaved only");
+  expect_refused(
+      request("1f1b", 4, 4, "doubling"),
+      "parallel.variant (--variant) = doubling applies to chimera only (scheme is 1f1b)");
+  expect_refused(request("gpipe", 4, 4, "", 2),
+                 "parallel.pipes (--pipes) = 2 applies to chimera only");
+  expect_refused(request("chimera", 4, 4, "", 0, 2),
+                 "parallel.virtual (--virtual) = 2 applies to interleaved only");
   expect_refused(request("interleaved", 4, 4, "", 0, 1), "v >= 2 virtual stages");
   expect_refused(request("interleaved", 4, 6, "", 0, 2), "N to be a multiple of D");
   expect_refused(request("gems", 4, 5), "gems needs an even N");
   // The config defaults of other schemes' keys are fine.
   EXPECT_NO_THROW(make_schedule(request("1f1b", 4, 4, "direct", 0, 1)));
   EXPECT_NO_THROW(make_schedule(request("gems", 4, 4, "", 2)));
+}
+
+// Every row of the table against every scheme it does not apply to: refused, naming the key and
+// the schemes it applies to; a value every scheme accepts (the config's defaults) is not a setting.
+TEST(Requests, EverySettingIsRefusedWhereItDoesNotApply) {
+  int refused = 0;
+  for (const SchemeSetting& row : scheme_settings()) {
+    for (const std::string& scheme : scheme_names()) {
+      if (std::find(row.schemes.begin(), row.schemes.end(), scheme) != row.schemes.end()) continue;
+      ScheduleRequest r = request(scheme, 4, 8);
+      if (row.key == "variant") r.variant = "halving";
+      if (row.key == "pipes") r.pipes = 4;
+      if (row.key == "virtual") r.virtual_stages = 3;
+      if (row.key == "max_in_flight") r.max_in_flight = 8;
+      expect_refused(r, fmt::format("parallel.{} (", row.key));
+      expect_refused(r,
+                     fmt::format("applies to {} only (scheme is {})", row.schemes.front(), scheme));
+      ++refused;
+    }
+  }
+  EXPECT_EQ(refused, 4 * static_cast<int>(scheme_names().size()) - 4);
 }
 
 TEST(Requests, TooLargeIsRefusedNotAttempted) {

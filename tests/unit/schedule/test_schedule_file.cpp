@@ -60,9 +60,11 @@ TEST(ScheduleFile, TheRunMustMatchTheFile) {
   EXPECT_NE(input_error(request("file:" + json, 4, 16))
                 .find("has N = 8 micro-batches, the run has N = 16"),
             std::string::npos);
-  EXPECT_NE(input_error(request("file:" + json, 4, 8, "doubling")).find("variant 'doubling'"),
+  EXPECT_NE(input_error(request("file:" + json, 4, 8, "doubling"))
+                .find("parallel.variant (--variant) = doubling applies to chimera only"),
             std::string::npos);
-  EXPECT_NE(input_error(request("file:" + json, 4, 8, "", 0, 2)).find("virtual = 2"),
+  EXPECT_NE(input_error(request("file:" + json, 4, 8, "", 0, 2))
+                .find("parallel.virtual (--virtual) = 2 applies"),
             std::string::npos);
   std::remove(json.c_str());
   EXPECT_NE(input_error(request("file:" + json, 4, 8)).find("cannot be read"), std::string::npos);

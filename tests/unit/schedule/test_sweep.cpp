@@ -98,12 +98,12 @@ std::vector<Case> cases() {
 // Every (micro-batch, stage) runs its forward once and its backward once (or I and W once),
 // counted independently of the verifier.
 void expect_each_op_once(const Schedule& s, const std::string& what) {
-  std::vector<int> forwards(static_cast<std::size_t>(s.stages) * s.micro_batches, 0);
+  std::vector<int> forwards(static_cast<std::size_t>(s.stages) * s.schedule_micro_batches, 0);
   std::vector<int> backwards(forwards.size(), 0);
   for (const auto& ops : s.ops) {
     for (const Op& op : ops) {
       for (int m : op.mbs) {
-        const std::size_t cell = static_cast<std::size_t>(op.stage) * s.micro_batches + m;
+        const std::size_t cell = static_cast<std::size_t>(op.stage) * s.schedule_micro_batches + m;
         if (op.kind == OpKind::F) forwards[cell] += 2;
         if (op.kind == OpKind::B) backwards[cell] += 2;
         if (op.kind == OpKind::I || op.kind == OpKind::W) backwards[cell] += 1;
@@ -111,10 +111,10 @@ void expect_each_op_once(const Schedule& s, const std::string& what) {
     }
   }
   for (std::size_t cell = 0; cell < forwards.size(); ++cell) {
-    ASSERT_EQ(forwards[cell], 2) << what << ": stage " << cell / s.micro_batches << " mb "
-                                 << cell % s.micro_batches;
-    ASSERT_EQ(backwards[cell], 2) << what << ": stage " << cell / s.micro_batches << " mb "
-                                  << cell % s.micro_batches;
+    ASSERT_EQ(forwards[cell], 2) << what << ": stage " << cell / s.schedule_micro_batches << " mb "
+                                 << cell % s.schedule_micro_batches;
+    ASSERT_EQ(backwards[cell], 2) << what << ": stage " << cell / s.schedule_micro_batches << " mb "
+                                  << cell % s.schedule_micro_batches;
   }
 }
 

@@ -41,7 +41,7 @@ TEST(TorchCsv, DoubledForwardBecomesTwoActions) {
   s.scheme = "hand";
   s.workers = 1;
   s.stages = 1;
-  s.micro_batches = 2;
+  s.schedule_micro_batches = 2;
   s.placement = {{0}};
   s.pipe_of = {0, 0};
   s.ops = {{{OpKind::F, 0, 0, {0, 1}}, {OpKind::B, 0, 0, {1}}, {OpKind::B, 0, 0, {0}}}};
@@ -74,7 +74,7 @@ TEST(TorchCsv, RoundTripsEverySinglePlacementScheme) {
     EXPECT_EQ(back.variant, "");
     EXPECT_EQ(back.workers, s.workers);
     EXPECT_EQ(back.stages, s.stages);
-    EXPECT_EQ(back.micro_batches, s.micro_batches);
+    EXPECT_EQ(back.schedule_micro_batches, s.schedule_micro_batches);
     EXPECT_EQ(back.placement, s.placement);
     EXPECT_EQ(back.pipe_of, s.pipe_of);
     EXPECT_EQ(back.ops, s.ops);
@@ -100,20 +100,33 @@ TEST(TorchCsv, RefusesReplicatedStages) {
 
 TEST(TorchCsv, ReadsBubblesCrlfOverlapAndVShapes) {
   // A V-shape (rank 0 holds stages 0 and 3, rank 1 stages 1 and 2), PyTorch's idle cells, an
-  // overlapped F/B cell, CRLF rows and a trailing blank line.
+  // overlapped F/B cell and CRLF rows.
   const std::string text =
       "0F0,0F1,,3F0,3B0,(3F1;3B1)OVERLAP_F_B,0B0,0B1\r\n"
-      ",1F0,1F1,2F0,2B0,2F1,2B1,1B0,1B1\r\n\r\n";
+      ",1F0,1F1,2F0,2B0,2F1,2B1,1B0,1B1\r\n";
   const Schedule s = schedule_from_torch_csv(text);
   EXPECT_TRUE(check(s).ok) << check(s).problem;
   EXPECT_EQ(s.workers, 2);
   EXPECT_EQ(s.stages, 4);
-  EXPECT_EQ(s.micro_batches, 2);
+  EXPECT_EQ(s.schedule_micro_batches, 2);
   EXPECT_EQ(s.placement, (std::vector<std::vector<int>>{{0, 1, 1, 0}}));
   EXPECT_EQ(s.pipe_of, (std::vector<int>{0, 0}));
   ASSERT_EQ(s.ops[0].size(), 8U);
   EXPECT_EQ(s.ops[0][4], (Op{OpKind::F, 0, 3, {1}}));
   EXPECT_EQ(s.ops[0][5], (Op{OpKind::B, 0, 3, {1}}));
+}
+
+// PyTorch's _load_csv reads an empty line as a rank with no actions (csv.reader yields [] for
+// it), so a file with a trailing empty line is one rank more there: the same here.
+TEST(TorchCsv, AnEmptyLineIsARankWithNoActionsAsInPyTorch) {
+  const Schedule s = schedule_from_torch_csv("0F0,0B0\r\n1F0,1B0\r\n\r\n");
+  EXPECT_EQ(s.workers, 3);
+  EXPECT_EQ(s.stages, 2);
+  ASSERT_EQ(s.ops.size(), 3U);
+  EXPECT_TRUE(s.ops[2].empty());
+  EXPECT_EQ(schedule_from_torch_csv("0F0,0B0\n1F0,1B0\n").workers, 2)
+      << "the newline that ends the last row is no empty line";
+  EXPECT_EQ(schedule_from_torch_csv("0F0,0B0\n\n1F0,1B0").ops[1].size(), 0U);
 }
 
 TEST(TorchCsv, NamesTheProblemInMalformedFiles) {
@@ -131,7 +144,9 @@ TEST(TorchCsv, NamesTheProblemInMalformedFiles) {
   EXPECT_NE(problem("0F0,1F0\n1F0\n").find("row 1 cell 0: stage 1 is on rank 0 and rank 1"),
             std::string::npos);
   EXPECT_NE(problem("0F0,0B0\n2F0,2B0\n").find("stage 1 is on no rank"), std::string::npos);
-  EXPECT_NE(problem("\r\n\n").find("no rows"), std::string::npos);
+  EXPECT_NE(problem("").find("no rows"), std::string::npos);
+  EXPECT_NE(problem("\r\n\n").find("no row has an action"), std::string::npos)
+      << "two empty lines: two ranks with no actions, as PyTorch reads them";
   EXPECT_NE(problem(",,\n").find("no row has an action"), std::string::npos);
 }
 

@@ -6,6 +6,7 @@ Prints "SKIP: ..." and exits 0 when this torch has no torch.distributed.pipelini
 that line into a skip, never a pass).
 """
 import csv
+import inspect
 import json
 import os
 import subprocess
@@ -47,8 +48,14 @@ def pytorch_csv(cls, ranks, stages_per_rank, micro_batches, path):
     num_stages = ranks * stages_per_rank
     stages = [FakeStage(r * ranks, num_stages, ranks, 0) for r in range(stages_per_rank)]
     sched = cls(stages, micro_batches, loss_fn=lambda a, b: a)
-    if hasattr(sched, "_dump_csv"):
-        sched._dump_csv(path)
+    dump = getattr(sched, "_dump_csv", None)
+    if dump is not None and "format" in inspect.signature(dump).parameters:
+        # _PipelineScheduleRuntime (the multi-stage schedules' base since torch 2.6) writes
+        # compute and communication actions (0UNSHARD, 0SEND_F0, ...) unless asked for the
+        # compute-only format that --from-csv reads.
+        dump(path, format="compute_only")
+    elif dump is not None:  # PipelineScheduleMulti: compute-only is the one format it writes
+        dump(path)
     else:  # the documented format: one row per rank, str() of each action, None as ""
         with open(path, "w", newline="") as f:
             writer = csv.writer(f)

@@ -8,9 +8,9 @@
 
 namespace chimera::runtime {
 
-class ModelCompute final : public StageCompute {
+class RealStageCompute final : public StageCompute {
  public:
-  ModelCompute(model::GPT2Worker& worker, MessageStaging& staging)
+  RealStageCompute(model::GPT2Worker& worker, MessageStaging& staging)
       : worker_(worker), staging_(staging) {}
 
   std::size_t message_floats() const override { return worker_.message_floats(); }

@@ -1,4 +1,4 @@
-#include "emulated_compute.hpp"
+#include "emulated_stage_compute.hpp"
 
 #include <algorithm>
 #include <charconv>
@@ -8,15 +8,16 @@
 
 namespace chimera::runtime {
 
-EmulatedCompute::EmulatedCompute(schedule::Costs costs, double op_scale, std::size_t message_floats,
-                                 std::vector<EmulatedStage> held, std::size_t tied_floats,
-                                 bool holds_tied)
+EmulatedStageCompute::EmulatedStageCompute(schedule::Costs costs, double op_scale,
+                                           std::size_t message_floats,
+                                           std::vector<EmulatedStage> held, std::size_t tied_floats,
+                                           bool holds_tied)
     : costs_(costs), scale_(op_scale), message_floats_(message_floats), held_(std::move(held)) {
   for (const auto& h : held_) grads_[h.stage].assign(h.grad_floats, 0.0F);
   if (holds_tied) grads_[-1].assign(tied_floats, 0.0F);
 }
 
-void EmulatedCompute::wait_ms(double ms) {
+void EmulatedStageCompute::wait_ms(double ms) {
   const double deadline = now_seconds() + ms * 1e-3;
   while (true) {
     const bool pending = progress();
@@ -38,7 +39,7 @@ void EmulatedCompute::wait_ms(double ms) {
   }
 }
 
-std::int64_t EmulatedCompute::activation_bytes(int stage) const {
+std::int64_t EmulatedStageCompute::activation_bytes(int stage) const {
   for (const auto& h : held_) {
     if (h.stage == stage) return h.activation_bytes;
   }
@@ -46,8 +47,8 @@ std::int64_t EmulatedCompute::activation_bytes(int stage) const {
   return 0;
 }
 
-float EmulatedCompute::forward(int stage, int mb, const float*, const std::int32_t*,
-                               const std::int32_t*, float*, float) {
+float EmulatedStageCompute::forward(int stage, int mb, const float*, const std::int32_t*,
+                                    const std::int32_t*, float*, float) {
   wait_ms(costs_.F * scale_);
   CHIMERA_CHECK(live_.insert({stage, mb}).second, "forward of stage {} mb {} ran twice", stage, mb);
   live_bytes_ += activation_bytes(stage);
@@ -55,27 +56,27 @@ float EmulatedCompute::forward(int stage, int mb, const float*, const std::int32
   return 0.0F;
 }
 
-void EmulatedCompute::backward(int stage, int mb, const float*, float*) {
+void EmulatedStageCompute::backward(int stage, int mb, const float*, float*) {
   wait_ms(costs_.B * scale_);
   CHIMERA_CHECK(live_.erase({stage, mb}) == 1, "backward of stage {} mb {} before forward", stage,
                 mb);
   live_bytes_ -= activation_bytes(stage);
 }
 
-void EmulatedCompute::backward_input(int stage, int mb, const float*, float*) {
+void EmulatedStageCompute::backward_input(int stage, int mb, const float*, float*) {
   wait_ms(costs_.I * scale_);
   CHIMERA_CHECK(live_.count({stage, mb}) == 1, "input-backward of stage {} mb {} before forward",
                 stage, mb);
 }
 
-void EmulatedCompute::backward_weight(int stage, int mb) {
+void EmulatedStageCompute::backward_weight(int stage, int mb) {
   wait_ms(costs_.W * scale_);
   CHIMERA_CHECK(live_.erase({stage, mb}) == 1, "weight-backward of stage {} mb {} before forward",
                 stage, mb);
   live_bytes_ -= activation_bytes(stage);
 }
 
-std::vector<GradBuffer> EmulatedCompute::grad_buffers() {
+std::vector<GradBuffer> EmulatedStageCompute::grad_buffers() {
   std::vector<GradBuffer> out;
   for (auto& [stage, buf] : grads_) {
     out.push_back(GradBuffer{stage < 0 ? "tied wte" : fmt::format("stage {}", stage), stage,

@@ -1,4 +1,4 @@
-#include "inference_compute.hpp"
+#include "inference_stage_compute.hpp"
 
 #include "chimera/core/error.hpp"
 
@@ -10,8 +10,9 @@ namespace {
 constexpr int kSlotBase = 1 << 24;
 }  // namespace
 
-float InferenceCompute::forward(int stage, int mb, const float* in, const std::int32_t* tokens,
-                                const std::int32_t* targets, float* out, float /*loss_scale*/) {
+float InferenceStageCompute::forward(int stage, int mb, const float* in, const std::int32_t* tokens,
+                                     const std::int32_t* targets, float* out,
+                                     float /*loss_scale*/) {
   const int slot = kSlotBase + mb;
   // No backward follows: the loss only, no gradient.
   const float loss = model_.forward(stage, slot, in, tokens, targets, out, 0.0F);
@@ -20,7 +21,7 @@ float InferenceCompute::forward(int stage, int mb, const float* in, const std::i
   return loss;
 }
 
-void InferenceCompute::no_backward(int stage, int mb) {
+void InferenceStageCompute::no_backward(int stage, int mb) {
   throw Error(
       fmt::format("evaluation runs forwards only, but a backward of stage {} micro-batch "
                   "{} was scheduled",

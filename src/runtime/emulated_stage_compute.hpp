@@ -23,10 +23,10 @@ struct EmulatedStage {
   std::int64_t activation_bytes = 0;  // kept per micro-batch between forward and backward
 };
 
-class EmulatedCompute final : public StageCompute {
+class EmulatedStageCompute final : public StageCompute {
  public:
-  EmulatedCompute(schedule::Costs costs, double op_scale, std::size_t message_floats,
-                  std::vector<EmulatedStage> held, std::size_t tied_floats, bool holds_tied);
+  EmulatedStageCompute(schedule::Costs costs, double op_scale, std::size_t message_floats,
+                       std::vector<EmulatedStage> held, std::size_t tied_floats, bool holds_tied);
 
   std::size_t message_floats() const override { return message_floats_; }
   float forward(int stage, int mb, const float* in, const std::int32_t* tokens,

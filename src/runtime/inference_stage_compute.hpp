@@ -1,16 +1,16 @@
 #pragma once
-// StageCompute for evaluation and text generation: the model's forward (through ModelCompute)
+// StageCompute for evaluation and text generation: the model's forward (through RealStageCompute)
 // on micro-batch slots of its own, keeping nothing for a backward. On the last stage, an optional
 // hook sees the slot between the forward and its release (to read logits).
 #include <functional>
 
-#include "model_compute.hpp"
+#include "real_stage_compute.hpp"
 
 namespace chimera::runtime {
 
-class InferenceCompute final : public StageCompute {
+class InferenceStageCompute final : public StageCompute {
  public:
-  InferenceCompute(model::GPT2Worker& worker, MessageStaging& staging)
+  InferenceStageCompute(model::GPT2Worker& worker, MessageStaging& staging)
       : worker_(worker), model_(worker, staging) {}
 
   // Runs on the last stage after each forward with the worker's slot of that micro-batch.
@@ -34,7 +34,7 @@ class InferenceCompute final : public StageCompute {
   [[noreturn]] static void no_backward(int stage, int mb);
 
   model::GPT2Worker& worker_;
-  ModelCompute model_;
+  RealStageCompute model_;
   std::function<void(int slot)> at_last_;
 };
 

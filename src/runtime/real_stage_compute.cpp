@@ -1,11 +1,11 @@
-#include "model_compute.hpp"
+#include "real_stage_compute.hpp"
 
 #include <fmt/format.h>
 
 namespace chimera::runtime {
 
-float ModelCompute::forward(int stage, int mb, const float* in, const std::int32_t* tokens,
-                            const std::int32_t* targets, float* out, float loss_scale) {
+float RealStageCompute::forward(int stage, int mb, const float* in, const std::int32_t* tokens,
+                                const std::int32_t* targets, float* out, float loss_scale) {
   const auto n = static_cast<std::size_t>(worker_.dims().N());
   model::ForwardInput input;
   if (tokens != nullptr) input.tokens = {tokens, n};
@@ -17,27 +17,27 @@ float ModelCompute::forward(int stage, int mb, const float* in, const std::int32
   return loss;
 }
 
-void ModelCompute::backward(int stage, int mb, const float* grad_out, float* grad_in) {
+void RealStageCompute::backward(int stage, int mb, const float* grad_out, float* grad_in) {
   worker_.backward(stage, mb, staging_.incoming(grad_out), staging_.outgoing(grad_in));
   staging_.finish(grad_in);
 }
 
-void ModelCompute::backward_input(int stage, int mb, const float* grad_out, float* grad_in) {
+void RealStageCompute::backward_input(int stage, int mb, const float* grad_out, float* grad_in) {
   worker_.backward_input(stage, mb, staging_.incoming(grad_out), staging_.outgoing(grad_in));
   staging_.finish(grad_in);
 }
 
-void ModelCompute::backward_weight(int stage, int mb) {
+void RealStageCompute::backward_weight(int stage, int mb) {
   worker_.backward_weight(stage, mb);
   staging_.finish(nullptr);
 }
 
-void ModelCompute::finalize_tied_grads() {
+void RealStageCompute::finalize_tied_grads() {
   worker_.finalize_tied_grads();
   staging_.finish(nullptr);  // the tied sum starts next and may read the gradient from the host
 }
 
-std::vector<GradBuffer> ModelCompute::grad_buffers() {
+std::vector<GradBuffer> RealStageCompute::grad_buffers() {
   std::vector<GradBuffer> out;
   for (const int s : worker_.stages()) {
     const auto g = worker_.grads(s);

@@ -2,6 +2,8 @@
 
 #include <fmt/ranges.h>
 
+#include <algorithm>
+
 #include "chimera/core/error.hpp"
 #include "cpu/cpu_backend.hpp"
 
@@ -29,6 +31,32 @@ void Backend::move_rows(float* dst, float* src, Index rows, Index C,
                         const std::int32_t* /*touched*/, Index /*count*/) {
   accumulate(dst, src, rows * C);
   fill_zero(src, static_cast<std::size_t>(rows * C) * sizeof(float));
+}
+
+void Backend::softmax_rows(float* x, Index N, Index V, Index ld) {
+  // Targets 0 (zero bytes are int32 zeros) and losses, in this backend's memory.
+  const std::size_t bytes = static_cast<std::size_t>(N) * (sizeof(std::int32_t) + sizeof(float));
+  void* scratch = allocate(bytes);
+  fill_zero(scratch, bytes);
+  auto* targets = static_cast<std::int32_t*>(scratch);
+  softmax_cross_entropy_forward(x, reinterpret_cast<float*>(targets + N), targets, N, V, ld);
+  deallocate(scratch);
+}
+
+void Backend::lm_head_cross_entropy(float* losses, float* dx, float* dwte, const float* x,
+                                    const float* wte, const std::int32_t* targets, Index N, Index C,
+                                    Index V, float grad_scale, float* logits, Index ld,
+                                    Index chunk_rows) {
+  for (Index begin = 0; begin < N; begin += chunk_rows) {
+    const Index rows = std::min(chunk_rows, N - begin);
+    const float* x_rows = x + begin * C;
+    gemm(Trans::No, Trans::Yes, rows, V, C, 1.0F, x_rows, C, wte, C, 0.0F, logits, ld);
+    softmax_cross_entropy_forward(logits, losses + begin, targets + begin, rows, V, ld);
+    if (grad_scale == 0.0F) continue;
+    softmax_cross_entropy_backward(logits, targets + begin, rows, ld);
+    gemm(Trans::No, Trans::No, rows, C, V, grad_scale, logits, ld, wte, C, 0.0F, dx + begin * C, C);
+    gemm(Trans::Yes, Trans::No, V, C, rows, grad_scale, logits, ld, x_rows, C, 1.0F, dwte, C);
+  }
 }
 
 std::vector<std::string> available_backends() {

@@ -19,6 +19,7 @@
 #include "chimera/model/worker.hpp"
 #include "chimera/optim/adamw.hpp"
 #include "chimera/optim/clip.hpp"
+#include "kernel_profile.hpp"
 
 namespace chimera::cli {
 
@@ -139,7 +140,12 @@ int run_bench_model(const BenchModelOptions& opt) {
   warn_if_spinning_on_a_busy_machine();
   backend::BackendOptions backend_options;
   backend_options.precision = config.runtime.precision;
-  auto be = backend::make_backend(config.runtime.backend, backend_options);
+  auto device = backend::make_backend(config.runtime.backend, backend_options);
+  // Every call of the step timed by kernel class, where calls finish before they return (a GPU's
+  // would need a synchronisation each, which would change the step).
+  std::unique_ptr<ProfilingBackend> profile;
+  if (device->host_memory()) profile = std::make_unique<ProfilingBackend>(*device);
+  backend::Backend* be = profile ? profile.get() : device.get();
   const model::GPT2Worker::Options options{config.parallel.micro_batch_size, config.data.seq_len,
                                            config.parallel.recompute};
   model::GPT2Worker worker(*be, model_config, partition, {opt.stage}, options);
@@ -179,12 +185,13 @@ int run_bench_model(const BenchModelOptions& opt) {
   optim::AdamWMoments tied_moments(*be, worker.tied_params().count);
 
   std::unique_ptr<GemmProbe> gemm;
-  if (opt.sgemm_size > 0) gemm = std::make_unique<GemmProbe>(*be, opt.sgemm_size);
+  if (opt.sgemm_size > 0) gemm = std::make_unique<GemmProbe>(*device, opt.sgemm_size);
   double forward_s = 0, backward_s = 0, optimizer_s = 0, reset_s = 0, gemm_s = 0;
   std::size_t activation_bytes = 0;
   for (int step = 0; step < opt.warmup + opt.steps; ++step) {
     // A training step resets its gradients too: counted with the update, so that time/step is
     // the whole step `chimera train` runs.
+    if (profile && step == opt.warmup) profile->reset();
     Stopwatch watch;
     worker.zero_grad();
     be->synchronize();
@@ -194,13 +201,13 @@ int run_bench_model(const BenchModelOptions& opt) {
     if (first) in.tokens = tokens;
     if (!first) in.activation = input.f32();
     if (last) in.targets = targets;
+    in.loss_scale = 1.0F;
     worker.forward(s, 0, in, last ? nullptr : output.f32());
     be->synchronize();
     const double t_forward = watch.seconds();
     activation_bytes = worker.activation_bytes();
     watch.reset();
-    worker.backward(s, 0, last ? nullptr : grad_output.f32(), first ? nullptr : grad_input.f32(),
-                    1.0F);
+    worker.backward(s, 0, last ? nullptr : grad_output.f32(), first ? nullptr : grad_input.f32());
     worker.finalize_tied_grads();
     be->synchronize();
     const double t_backward = watch.seconds();
@@ -277,6 +284,22 @@ int run_bench_model(const BenchModelOptions& opt) {
         "  {} GFLOP/s  {:9.1f}  ({}^3 {}after each step, same backend and threads): {} = {:.2f}",
         label.rate, gemm_gflops, opt.sgemm_size, label.how, label.fraction,
         model_gflops / gemm_gflops);
+  }
+  if (profile) {
+    log::info(
+        "kernel classes, ms per step (wall time of the backend's calls; the rest of the step "
+        "is the program around them):");
+    double total = 0;
+    for (const double t : profile->seconds()) total += t;
+    for (int k = 0; k < static_cast<int>(KernelClass::Count); ++k) {
+      const double t = profile->seconds()[static_cast<std::size_t>(k)];
+      log::info("  {:<15}{:9.1f} ms  {:5.1f} %", kernel_class_name(static_cast<KernelClass>(k)),
+                t / steps * 1e3, 100.0 * t / total);
+    }
+    log::info("  {:<15}{:9.1f} ms  of the {:.1f} ms step", "all calls", total / steps * 1e3,
+              step_s * 1e3);
+  } else {
+    log::info("kernel classes: not timed on this backend (its calls return before they finish)");
   }
   log::info("memory:");
   log::info("  parameters     {:9.1f} MB", megabytes(param_bytes));

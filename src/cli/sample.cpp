@@ -1,13 +1,17 @@
 // `chimera sample`: continue a prompt with a checkpoint's GPT-2, on one process and the CPU.
 #include <cstdio>
+#include <filesystem>
+#include <functional>
+#include <memory>
 #include <optional>
 
 #include "chimera/backend/backend.hpp"
 #include "chimera/core/error.hpp"
 #include "chimera/data/tokenizer.hpp"
 #include "chimera/io/checkpoint.hpp"
+#include "chimera/io/init_weights.hpp"
 #include "chimera/model/generate.hpp"
-#include "chimera/runtime/train_state.hpp"
+#include "chimera/runtime/hugging_face.hpp"
 #include "commands.hpp"
 
 namespace chimera::cli {
@@ -16,6 +20,7 @@ namespace {
 
 struct SampleFlags {
   std::string checkpoint;
+  std::string config;
   std::optional<std::string> prompt;
   std::optional<std::string> prompt_ids;
   int tokens = 64;
@@ -24,18 +29,84 @@ struct SampleFlags {
   std::string tokenizer = "inputs/gpt2-tokenizer";
 };
 
+// What `chimera sample` reads: the model's shape, and how to put the weights into a worker.
+struct WeightSource {
+  ModelConfig model;
+  std::function<void(model::GPT2Worker&)> load;
+};
+
+// A Hugging Face save: DIR (with model.safetensors and config.json) or the .safetensors file.
+WeightSource hugging_face_source(const std::string& safetensors) {
+  auto hf = std::make_shared<runtime::HfWeights>(runtime::read_hf_weights(safetensors, ""));
+  return {hf->info.model, [hf](model::GPT2Worker& worker) {
+            for (const auto* t : worker.tensors()) {
+              worker.write_tensor(*t, worker.params_of(*t), hf->weights.at(t->name));
+            }
+          }};
+}
+
+// A Chimera checkpoint, or any HDF5 file of GPT-2 tensors that `--init` takes; the shape from
+// `config_file` when given, else from the checkpoint's own config.
+WeightSource hdf5_source(const std::string& path, const std::string& config_file) {
+  auto reader = std::make_shared<io::CheckpointReader>(path);
+  ModelConfig model;
+  if (!config_file.empty()) {
+    model = Config::from_file(config_file).model;
+  } else {
+    CHIMERA_REQUIRE(reader->is_chimera_checkpoint(),
+                    "{} holds GPT-2 tensors but no Chimera config, and tensor shapes do not give "
+                    "n_head: pass --config RUN.toml with the [model] it was trained with",
+                    path);
+    model = Config::from_toml(reader->meta().config, path).model;
+  }
+  return {model, [reader, path](model::GPT2Worker& worker) {
+            std::vector<io::TensorSpec> specs;
+            for (const auto* t : worker.layout().all()) specs.push_back({t->name, t->shape});
+            const io::InitWeights init = io::match_init_weights(*reader, specs);
+            for (const auto* t : worker.tensors()) {
+              std::vector<float> host(t->numel);
+              reader->read(init.file_name.at(t->name), host);
+              worker.write_tensor(*t, worker.params_of(*t), host);
+            }
+          }};
+}
+
+WeightSource open_weights(const std::string& path, const std::string& config_file) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) {
+    const fs::path safetensors = fs::path(path) / "model.safetensors";
+    CHIMERA_REQUIRE(fs::exists(safetensors, ec),
+                    "{} is a directory without model.safetensors (a Hugging Face save holds "
+                    "model.safetensors and config.json)",
+                    path);
+    return hugging_face_source(safetensors.string());
+  }
+  CHIMERA_REQUIRE(fs::exists(path, ec), "{}: no such file or directory", path);
+  if (fs::path(path).extension() == ".safetensors") return hugging_face_source(path);
+  return hdf5_source(path, config_file);
+}
+
 }  // namespace
 
 Run add_sample_command(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "sample",
-      "Continue a prompt with a checkpoint's GPT-2, on one process with the CPU backend, and\n"
-      "print the prompt and its continuation (decoded with GPT-2's tokenizer when the model's\n"
-      "vocabulary is GPT-2's 50257 tokens, else as ids). Each new token recomputes the whole\n"
-      "window (no KV cache): meant for short samples.\n"
+      "Continue a prompt with a GPT-2, on one process with the CPU backend, and print the\n"
+      "prompt and its continuation (decoded with GPT-2's tokenizer when the model's vocabulary\n"
+      "is GPT-2's 50257 tokens, else as ids). The prompt runs once; each new token computes one\n"
+      "position against the cached keys and values of the earlier ones (until the window of\n"
+      "n_ctx tokens is full; then the cache is rebuilt from the last n_ctx tokens per token).\n"
       "Example: chimera sample ckpt.h5 --prompt \"It is a truth\" --tokens 40 --top-k 40");
   auto f = std::make_shared<SampleFlags>();
-  cmd->add_option("checkpoint", f->checkpoint, "A Chimera checkpoint (HDF5)")->required();
+  cmd->add_option("weights", f->checkpoint,
+                  "A Chimera checkpoint; any HDF5 file of GPT-2 tensors that train --init takes "
+                  "(with --config); or a Hugging Face save: its directory (model.safetensors + "
+                  "config.json) or its model.safetensors")
+      ->required();
+  cmd->add_option("--config", f->config,
+                  "Run config (TOML) whose [model] gives the shape of an HDF5 weights file "
+                  "without Chimera's metadata (a Chimera checkpoint carries its own)");
   auto* prompt_flag =
       cmd->add_option("--prompt", f->prompt,
                       "Text to continue (GPT-2 vocabulary only); a prompt longer than "
@@ -61,8 +132,8 @@ Run add_sample_command(CLI::App& app) {
                     "chimera sample needs a prompt: --prompt TEXT or --prompt-ids \"ID ID ...\"");
     CHIMERA_REQUIRE(f->tokens >= 1, "--tokens {} must be at least 1", f->tokens);
     f->sampling.validate();
-    const io::CheckpointReader reader(f->checkpoint);
-    const ModelConfig model = Config::from_toml(reader.meta().config, f->checkpoint).model;
+    const WeightSource source = open_weights(f->checkpoint, f->config);
+    const ModelConfig& model = source.model;
     const bool gpt2_vocab = model.vocab_size == data::kGpt2VocabSize;
     CHIMERA_REQUIRE(!f->prompt || gpt2_vocab,
                     "--prompt needs GPT-2's vocabulary of {} tokens, but {} has vocab_size = {}: "
@@ -81,10 +152,7 @@ Run add_sample_command(CLI::App& app) {
         std::min<std::size_t>(static_cast<std::size_t>(config.n_ctx), prompt.size() + f->tokens));
     const auto backend = backend::make_backend(BackendKind::Cpu);
     model::GPT2Worker worker(*backend, config, whole, {0}, {1, window, false});
-    std::vector<io::TensorSpec> specs;
-    for (const auto* t : worker.layout().all()) specs.push_back({t->name, t->shape});
-    reader.expect(specs);
-    runtime::read_weights(reader, worker);
+    source.load(worker);
 
     model::TokenSampler sampler(f->sampling);
     const auto generated = model::generate(worker, prompt, f->tokens, sampler);

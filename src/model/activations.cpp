@@ -1,5 +1,7 @@
 #include "chimera/model/activations.hpp"
 
+#include <algorithm>
+
 namespace chimera::model {
 
 namespace {
@@ -32,6 +34,7 @@ ActivationLayout::ActivationLayout(const Dims& d, const StageShape& shape) : sha
   input_ = p.take_floats(N * C);
   if (shape.first) tokens_ = p.take_ints(N);
   if (shape.last) targets_ = p.take_ints(N);
+  if (shape.last) head_grad_ = p.take_floats(N * C);
   kept_bytes_ = p.size();
 
   blocks_ = p.size();
@@ -43,13 +46,6 @@ ActivationLayout::ActivationLayout(const Dims& d, const StageShape& shape) : sha
   block_stride_ = b.size();
   for (int l = 0; l < shape.num_blocks; ++l) p.take_floats(static_cast<Index>(block_stride_ / 4));
 
-  if (shape.last) {
-    head_ = p.size();
-    Packer h;
-    const Index head_sizes[5] = {N * C, N, N, N * d.Vp, N};
-    for (int i = 0; i < 5; ++i) head_offsets_[i] = h.take_floats(head_sizes[i]);
-    p.take_floats(static_cast<Index>(h.size() / 4));
-  }
   full_bytes_ = p.size();
 }
 
@@ -61,19 +57,12 @@ BlockActivations ActivationLayout::block(std::byte* base, int local_block) const
           at(r, o[10]), at(r, o[11]), at(r, o[12])};
 }
 
-HeadActivations ActivationLayout::head(std::byte* base) const {
-  std::byte* r = base + head_;
-  const auto* o = head_offsets_;
-  return {at(r, o[0]), at(r, o[1]), at(r, o[2]), at(r, o[3]), at(r, o[4])};
-}
-
 // Saved gradients: per block [dy | dfc (4) | dln_2 | dx2 | dqkv (3) | dln_1] in units of N*C
-// (11 per block), then dembedding (first), then dln_f (last).
+// (11 per block), then dembedding (first).
 SavedGradLayout::SavedGradLayout(const Dims& d, const StageShape& shape)
     : NC_(d.N() * d.C), shape_(shape) {
   bytes_ = static_cast<std::size_t>(NC_) * 4 *
-           static_cast<std::size_t>(11 * shape.num_blocks + (shape.first ? 1 : 0) +
-                                    (shape.last ? 1 : 0));
+           static_cast<std::size_t>(11 * shape.num_blocks + (shape.first ? 1 : 0));
 }
 
 float* SavedGradLayout::dy(std::byte* base, int local_block) const {
@@ -89,12 +78,8 @@ float* SavedGradLayout::dembedding(std::byte* base) const {
   return reinterpret_cast<float*>(base) + 11 * NC_ * shape_.num_blocks;
 }
 
-float* SavedGradLayout::dln_f(std::byte* base) const {
-  return dembedding(base) + (shape_.first ? NC_ : 0);
-}
-
 std::size_t workspace_bytes(const Dims& d) {
-  return static_cast<std::size_t>(14 * d.N() * d.C + d.B * d.H * d.T * d.T) * 4;
+  return static_cast<std::size_t>(13 * d.N() * d.C + d.B * d.H * d.T * d.T) * 4;
 }
 
 Workspace workspace_at(std::byte* base, const Dims& d) {
@@ -103,17 +88,39 @@ Workspace workspace_at(std::byte* base, const Dims& d) {
   return {w,
           w + NC,
           {w + 2 * NC, w + 6 * NC, w + 7 * NC, w + 8 * NC, w + 11 * NC},
-          w + 12 * NC,
-          {w + 13 * NC, w + 14 * NC}};
+          {w + 12 * NC, w + 13 * NC}};
+}
+
+Index head_chunk_rows(const Dims& d) {
+  const Index N = d.N();
+  const Index chunks = std::max<Index>(1, (N * d.Vp + kHeadChunkFloats - 1) / kHeadChunkFloats);
+  const Index rows = (N + chunks - 1) / chunks;
+  return std::min(N, (rows + 31) / 32 * 32);
+}
+
+std::size_t head_scratch_bytes(const Dims& d) {
+  const Index N = d.N();
+  return static_cast<std::size_t>(2 * N * d.C + 3 * N + head_chunk_rows(d) * d.Vp) * 4;
+}
+
+HeadScratch head_scratch_at(std::byte* base, const Dims& d) {
+  const Index N = d.N(), NC = N * d.C;
+  float* w = reinterpret_cast<float*>(base);
+  return {w,
+          w + NC,
+          w + NC + N,
+          w + NC + 2 * N,
+          w + 2 * NC + 2 * N,
+          w + 2 * NC + 3 * N,
+          head_chunk_rows(d)};
 }
 
 std::size_t activation_bytes_formula(const Dims& d, const StageShape& s, bool recompute) {
   const Index N = d.N(), C = d.C, n = s.num_blocks;
   const Index first = s.first ? 1 : 0, last = s.last ? 1 : 0;
-  const Index kept = N * C + N * (first + last);
+  const Index kept = N * C * (1 + last) + N * (first + last);
   if (recompute) return static_cast<std::size_t>(4 * kept);
-  return static_cast<std::size_t>(4 * (kept + n * (16 * N * C + 4 * N + d.B * d.H * d.T * d.T) +
-                                       last * (N * C + 3 * N + N * d.Vp)));
+  return static_cast<std::size_t>(4 * (kept + n * (16 * N * C + 4 * N + d.B * d.H * d.T * d.T)));
 }
 
 }  // namespace chimera::model

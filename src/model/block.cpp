@@ -49,31 +49,25 @@ void block_backward_weight(Backend& be, const Dims& d, const BlockWeightGrads& d
 }
 
 void head_forward(Backend& be, const Dims& d, const HeadWeights& w, const float* x,
-                  const std::int32_t* targets, const HeadActivations& a) {
+                  const std::int32_t* targets, const HeadScratch& s, float grad_scale,
+                  const HeadWeightGrads& dw, float* dx) {
   const Index N = d.N(), C = d.C;
-  be.layernorm_forward(a.ln_f, a.ln_f_mean, a.ln_f_rstd, x, w.ln_f_weight, w.ln_f_bias, N, C);
-  // logits [N, V] (row stride Vp) = ln_f wte^T; the padded columns are never computed.
-  be.gemm(Trans::No, Trans::Yes, N, d.V, C, 1.0F, a.ln_f, C, w.wte, C, 0.0F, a.probs, d.Vp);
-  be.softmax_cross_entropy_forward(a.probs, a.losses, targets, N, d.V, d.Vp);
+  be.layernorm_forward(s.ln_f, s.ln_f_mean, s.ln_f_rstd, x, w.ln_f_weight, w.ln_f_bias, N, C);
+  // Logits chunk by chunk (row stride Vp; the padded columns are never computed), each turned
+  // into its loss and, when training, at once into dln_f and wte's gradient.
+  be.lm_head_cross_entropy(s.losses, s.dln_f, dw.wte, s.ln_f, w.wte, targets, N, C, d.V, grad_scale,
+                           s.logits, d.Vp, s.chunk_rows);
+  if (grad_scale == 0.0F) return;
+  be.layernorm_backward_input(dx, nullptr, s.dln_f, x, w.ln_f_weight, s.ln_f_mean, s.ln_f_rstd, N,
+                              C);
+  be.layernorm_backward_params(dw.ln_f_weight, dw.ln_f_bias, s.dln_f, x, s.ln_f_mean, s.ln_f_rstd,
+                               N, C);
 }
 
-void head_backward_input(Backend& be, const Dims& d, const HeadWeights& w, const float* x,
-                         const std::int32_t* targets, const HeadActivations& a, float token_scale,
-                         float* dln_f, float* dx) {
-  const Index N = d.N(), C = d.C;
-  // dlogits = token_scale (p - onehot): the scale rides on the GEMMs' alpha, so the [N, V]
-  // gradient costs no pass of its own.
-  be.softmax_cross_entropy_backward(a.probs, targets, N, d.Vp);
-  be.gemm(Trans::No, Trans::No, N, C, d.V, token_scale, a.probs, d.Vp, w.wte, C, 0.0F, dln_f, C);
-  be.layernorm_backward_input(dx, nullptr, dln_f, x, w.ln_f_weight, a.ln_f_mean, a.ln_f_rstd, N, C);
-}
-
-void head_backward_weight(Backend& be, const Dims& d, const HeadWeightGrads& dw, const float* x,
-                          const HeadActivations& a, float token_scale, const float* dln_f) {
-  const Index N = d.N(), C = d.C;
-  be.gemm(Trans::Yes, Trans::No, d.V, C, N, token_scale, a.probs, d.Vp, a.ln_f, C, 1.0F, dw.wte, C);
-  be.layernorm_backward_params(dw.ln_f_weight, dw.ln_f_bias, dln_f, x, a.ln_f_mean, a.ln_f_rstd, N,
-                               C);
+void head_logits(Backend& be, const Dims& d, const HeadWeights& w, const float* x, Index rows,
+                 float* ln_f, float* mean, float* rstd, float* logits) {
+  be.layernorm_forward(ln_f, mean, rstd, x, w.ln_f_weight, w.ln_f_bias, rows, d.C);
+  be.gemm(Trans::No, Trans::Yes, rows, d.V, d.C, 1.0F, ln_f, d.C, w.wte, d.C, 0.0F, logits, d.V);
 }
 
 }  // namespace chimera::model

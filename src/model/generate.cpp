@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "chimera/core/error.hpp"
+#include "chimera/model/kv_cache.hpp"
 
 namespace chimera::model {
 
@@ -85,24 +86,24 @@ std::vector<std::int32_t> generate(GPT2Worker& worker, std::span<const std::int3
                                    int count, TokenSampler& sampler,
                                    const std::function<void(std::int32_t)>& on_token) {
   const Dims& dims = worker.dims();
-  CHIMERA_CHECK(dims.B == 1 && worker.layout().partition().num_stages() == 1,
-                "generation runs on one worker holding the whole model, micro-batch size 1");
+  CHIMERA_CHECK(worker.layout().partition().num_stages() == 1,
+                "generation with a cache runs on one worker holding the whole model");
   CHIMERA_CHECK(!prompt.empty(), "generation needs at least one prompt token");
-  const auto T = static_cast<std::size_t>(dims.T);
-  std::vector<std::int32_t> sequence(prompt.begin(), prompt.end());
-  std::vector<std::int32_t> window(T), targets(T, 0), generated;
+  CachedDecoder decoder(worker, static_cast<int>(dims.T));
+  std::vector<std::int32_t> sequence(prompt.begin(), prompt.end()), generated;
   std::vector<float> logits(static_cast<std::size_t>(dims.V));
+  decoder.prefill(context_window(sequence, decoder.capacity()), logits);
   for (int i = 0; i < count; ++i) {
-    const auto context = context_window(sequence, dims.T);
-    std::fill(window.begin(), window.end(), 0);
-    std::copy(context.begin(), context.end(), window.begin());
-    worker.forward(0, 0, ForwardInput{window, nullptr, targets}, nullptr);
-    worker.logits(0, logits, static_cast<Index>(context.size() - 1));
-    worker.release(0, 0);
     const std::int32_t token = sampler.next(logits);
     sequence.push_back(token);
     generated.push_back(token);
     if (on_token) on_token(token);
+    if (i + 1 == count) break;
+    if (decoder.positions() < decoder.capacity()) {
+      decoder.append(token, logits);
+    } else {
+      decoder.prefill(context_window(sequence, decoder.capacity()), logits);
+    }
   }
   return generated;
 }

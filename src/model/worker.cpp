@@ -241,9 +241,6 @@ void GPT2Worker::run_blocks(HeldStage& h, std::byte* acts) {
     block_forward(be_, dims_, layout_.block<const float>(h.params.f32(), h.first_block + l), x, a);
     x = a.out;
   }
-  if (h.shape.last) {
-    head_forward(be_, dims_, head_weights(h), x, h.acts.targets(acts), h.acts.head(acts));
-  }
 }
 
 float GPT2Worker::forward(int stage, int mb, const ForwardInput& input, float* output) {
@@ -275,8 +272,16 @@ float GPT2Worker::forward(int stage, int mb, const ForwardInput& input, float* o
 
   float loss = 0.0F;
   if (h.shape.last) {
+    // The loss is the model's last op: its gradient (and the head's weight gradients) come now,
+    // chunk by chunk, and the backward starts from head_grad.
+    if (head_scratch_.empty())
+      head_scratch_ = backend::DeviceBuffer(be_, model::head_scratch_bytes(dims_));
+    const HeadScratch scratch = head_scratch_at(bytes_of(head_scratch_), dims_);
+    head_forward(be_, dims_, head_weights(h), h.acts.output(base), h.acts.targets(base), scratch,
+                 input.loss_scale / static_cast<float>(N), head_weight_grads(h),
+                 h.acts.head_grad(base));
     std::vector<float> losses(static_cast<std::size_t>(N));
-    be_.copy_to_host(losses.data(), h.acts.head(base).losses, losses.size() * sizeof(float));
+    be_.copy_to_host(losses.data(), scratch.losses, losses.size() * sizeof(float));
     double sum = 0.0;
     for (const float l : losses) sum += l;
     loss = static_cast<float>(sum / static_cast<double>(N));
@@ -285,6 +290,7 @@ float GPT2Worker::forward(int stage, int mb, const ForwardInput& input, float* o
   }
 
   Slot s;
+  s.loss_grad = h.shape.last && input.loss_scale != 0.0F;
   if (h.shape.first && !embedding_grads_.empty())
     s.tokens.assign(input.tokens.begin(), input.tokens.end());
   if (recompute_) {
@@ -316,34 +322,33 @@ void GPT2Worker::ensure_full_activations(HeldStage& h, Slot& s) {
   run_blocks(h, bytes_of(s.acts));
 }
 
+void GPT2Worker::check_loss_grad(const StageShape& shape, const Slot& s, int stage, int mb) {
+  CHIMERA_CHECK(!shape.last || s.loss_grad,
+                "stage {} micro-batch {}: a backward needs the loss gradient, but its forward "
+                "ran without one (ForwardInput::loss_scale = 0)",
+                stage, mb);
+}
+
 void GPT2Worker::ensure_workspace() {
   if (workspace_.empty()) workspace_ = backend::DeviceBuffer(be_, model::workspace_bytes(dims_));
 }
 
-void GPT2Worker::backward(int stage, int mb, const float* grad_output, float* grad_input,
-                          float loss_scale) {
+void GPT2Worker::backward(int stage, int mb, const float* grad_output, float* grad_input) {
   HeldStage& h = held(stage);
   Slot& s = slot(stage, mb);
   CHIMERA_CHECK(!s.input_done, "stage {} micro-batch {}: backward after backward_input", stage, mb);
   check_backward_io(h.shape, stage, grad_output, grad_input);
+  check_loss_grad(h.shape, s, stage, mb);
   ensure_full_activations(h, s);
   ensure_workspace();
   std::byte* acts = bytes_of(s.acts);
   const Workspace ws = workspace_at(bytes_of(workspace_), dims_);
-  const float token_scale = loss_scale / static_cast<float>(dims_.N());
   const int n = h.shape.num_blocks;
 
   // The same input and weight passes as backward_input + backward_weight, block by block, with
-  // one block's saved gradients in the workspace instead of every block's in the slot.
-  const float* dy = grad_output;
-  if (h.shape.last) {
-    const float* x = h.acts.output(acts);
-    head_backward_input(be_, dims_, head_weights(h), x, h.acts.targets(acts), h.acts.head(acts),
-                        token_scale, ws.dln_f, ws.grad_a);
-    head_backward_weight(be_, dims_, head_weight_grads(h), x, h.acts.head(acts), token_scale,
-                         ws.dln_f);
-    dy = ws.grad_a;
-  }
+  // one block's saved gradients in the workspace instead of every block's in the slot. The last
+  // stage starts from the gradient its forward left.
+  const float* dy = h.shape.last ? h.acts.head_grad(acts) : grad_output;
   walk_blocks_backward(h.acts, acts, n, [&](int l, const float* x, const BlockActivations& a) {
     float* other = dy == ws.grad_a ? ws.grad_b : ws.grad_a;
     float* dx = l > 0 || h.shape.first ? other : grad_input;
@@ -360,12 +365,12 @@ void GPT2Worker::backward(int stage, int mb, const float* grad_output, float* gr
   release(stage, mb);
 }
 
-void GPT2Worker::backward_input(int stage, int mb, const float* grad_output, float* grad_input,
-                                float loss_scale) {
+void GPT2Worker::backward_input(int stage, int mb, const float* grad_output, float* grad_input) {
   HeldStage& h = held(stage);
   Slot& s = slot(stage, mb);
   CHIMERA_CHECK(!s.input_done, "stage {} micro-batch {}: backward_input twice", stage, mb);
   check_backward_io(h.shape, stage, grad_output, grad_input);
+  check_loss_grad(h.shape, s, stage, mb);
   ensure_full_activations(h, s);
   ensure_workspace();
   s.saved = pool_->acquire(h.saved.bytes());
@@ -373,16 +378,10 @@ void GPT2Worker::backward_input(int stage, int mb, const float* grad_output, flo
   std::byte* saved = bytes_of(s.saved);
   const Workspace ws = workspace_at(bytes_of(workspace_), dims_);
   const int n = h.shape.num_blocks;
-  s.loss_scale = loss_scale;
   s.input_done = true;
 
-  if (h.shape.last) {
-    head_backward_input(be_, dims_, head_weights(h), h.acts.output(acts), h.acts.targets(acts),
-                        h.acts.head(acts), loss_scale / static_cast<float>(dims_.N()),
-                        h.saved.dln_f(saved), h.saved.dy(saved, n - 1));
-  } else {
-    be_.copy(h.saved.dy(saved, n - 1), grad_output, message_floats() * sizeof(float));
-  }
+  be_.copy(h.saved.dy(saved, n - 1), h.shape.last ? h.acts.head_grad(acts) : grad_output,
+           message_floats() * sizeof(float));
   walk_blocks_backward(h.acts, acts, n, [&](int l, const float* x, const BlockActivations& a) {
     float* dx =
         l > 0 ? h.saved.dy(saved, l - 1) : (h.shape.first ? h.saved.dembedding(saved) : grad_input);
@@ -399,10 +398,6 @@ void GPT2Worker::backward_weight(int stage, int mb) {
   std::byte* acts = bytes_of(s.acts);
   std::byte* saved = bytes_of(s.saved);
   const int n = h.shape.num_blocks;
-  if (h.shape.last) {
-    head_backward_weight(be_, dims_, head_weight_grads(h), h.acts.output(acts), h.acts.head(acts),
-                         s.loss_scale / static_cast<float>(dims_.N()), h.saved.dln_f(saved));
-  }
   walk_blocks_backward(h.acts, acts, n, [&](int l, const float* x, const BlockActivations& a) {
     block_backward_weight(be_, dims_, layout_.block<float>(h.grads.f32(), h.first_block + l), x, a,
                           h.saved.dy(saved, l), h.saved.block(saved, l));
@@ -435,10 +430,12 @@ void GPT2Worker::logits(int mb, std::span<float> host_out, Index first_row) {
                     first_row + rows <= dims_.N(),
                 "logits of rows [{}, {}) of a micro-batch of {} rows of {} floats", first_row,
                 first_row + rows, dims_.N(), dims_.V);
+  // The slot keeps no logits: the final LayerNorm and the head run again on the rows asked for.
   backend::DeviceBuffer out(be_, host_out.size_bytes());
-  be_.gemm(backend::Trans::No, backend::Trans::Yes, rows, dims_.V, dims_.C, 1.0F,
-           h.acts.head(bytes_of(s.acts)).ln_f + first_row * dims_.C, dims_.C, tied_params_.f32(),
-           dims_.C, 0.0F, out.f32(), dims_.V);
+  backend::DeviceBuffer ln_f(be_, static_cast<std::size_t>(rows * (dims_.C + 2)) * sizeof(float));
+  float* ln = ln_f.f32();
+  head_logits(be_, dims_, head_weights(h), h.acts.output(bytes_of(s.acts)) + first_row * dims_.C,
+              rows, ln, ln + rows * dims_.C, ln + rows * (dims_.C + 1), out.f32());
   be_.copy_to_host(host_out.data(), out.data(), host_out.size_bytes());
 }
 

@@ -53,6 +53,10 @@ double ModelShape::workspace_bytes(int samples) const {
   return static_cast<double>(model::workspace_bytes(dims(samples)));
 }
 
+double ModelShape::head_scratch_bytes(int samples) const {
+  return static_cast<double>(model::head_scratch_bytes(dims(samples)));
+}
+
 double ModelShape::message_bytes(int samples) const {
   return 4.0 * samples * seq_len_ * config_.n_embd;
 }

@@ -107,7 +107,8 @@ std::vector<WorkerMemory> worker_memory(const sched::Schedule& s,
     m.optimizer = 8.0 * params;
     // With recomputation one micro-batch's full activations exist again during its backward.
     m.activations = peak + (recompute ? recompute_peak : 0.0);
-    m.workspace = shape.workspace_bytes(samples);
+    m.workspace = shape.workspace_bytes(samples) +
+                  (held.count(last) ? shape.head_scratch_bytes(samples) : 0.0);
   }
   return out;
 }

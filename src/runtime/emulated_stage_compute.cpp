@@ -48,7 +48,7 @@ std::int64_t EmulatedStageCompute::activation_bytes(int stage) const {
 }
 
 float EmulatedStageCompute::forward(int stage, int mb, const float*, const std::int32_t*,
-                                    const std::int32_t*, float*) {
+                                    const std::int32_t*, float*, float) {
   wait_ms(costs_.F * scale_);
   CHIMERA_CHECK(live_.insert({stage, mb}).second, "forward of stage {} mb {} ran twice", stage, mb);
   live_bytes_ += activation_bytes(stage);
@@ -56,14 +56,14 @@ float EmulatedStageCompute::forward(int stage, int mb, const float*, const std::
   return 0.0F;
 }
 
-void EmulatedStageCompute::backward(int stage, int mb, const float*, float*, float) {
+void EmulatedStageCompute::backward(int stage, int mb, const float*, float*) {
   wait_ms(costs_.B * scale_);
   CHIMERA_CHECK(live_.erase({stage, mb}) == 1, "backward of stage {} mb {} before forward", stage,
                 mb);
   live_bytes_ -= activation_bytes(stage);
 }
 
-void EmulatedStageCompute::backward_input(int stage, int mb, const float*, float*, float) {
+void EmulatedStageCompute::backward_input(int stage, int mb, const float*, float*) {
   wait_ms(costs_.I * scale_);
   CHIMERA_CHECK(live_.count({stage, mb}) == 1, "input-backward of stage {} mb {} before forward",
                 stage, mb);

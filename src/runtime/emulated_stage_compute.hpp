@@ -30,11 +30,9 @@ class EmulatedStageCompute final : public StageCompute {
 
   std::size_t message_floats() const override { return message_floats_; }
   float forward(int stage, int mb, const float* in, const std::int32_t* tokens,
-                const std::int32_t* targets, float* out) override;
-  void backward(int stage, int mb, const float* grad_out, float* grad_in,
-                float loss_scale) override;
-  void backward_input(int stage, int mb, const float* grad_out, float* grad_in,
-                      float loss_scale) override;
+                const std::int32_t* targets, float* out, float loss_scale) override;
+  void backward(int stage, int mb, const float* grad_out, float* grad_in) override;
+  void backward_input(int stage, int mb, const float* grad_out, float* grad_in) override;
   void backward_weight(int stage, int mb) override;
   void zero_grad() override {}
   std::vector<GradBuffer> grad_buffers() override;

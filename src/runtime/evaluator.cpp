@@ -67,6 +67,11 @@ double Evaluator::evaluate() {
 std::vector<std::int32_t> Evaluator::sample(std::span<const std::int32_t> prompt, int count,
                                             model::TokenSampler& sampler) {
   if (plan_.topology.replica != 0) return {};
+  // One worker holding the whole model generates with its key/value cache (the same tokens as
+  // the pipeline's window-by-window forwards below, one position per token).
+  if (worker_.layout().partition().num_stages() == 1) {
+    return model::generate(worker_, prompt, count, sampler);
+  }
   Pass& generation = pass(generation_, &schedule::forward_one);
   const int last_worker = generation.schedule.placement.front().back();
   const model::Dims& dims = worker_.dims();

@@ -168,7 +168,8 @@ struct Executor::Impl {
               op.stage == 0 ? nullptr : take({Payload::Activation, op.pipe, op.stage - 1, mb});
           float* y = op.stage == last ? nullptr : get_buffer();
           loss_sum += compute.forward(op.stage, mb, x, op.stage == 0 ? in.tokens.at(umb) : nullptr,
-                                      op.stage == last ? in.targets.at(umb) : nullptr, y);
+                                      op.stage == last ? in.targets.at(umb) : nullptr, y,
+                                      sched.forward_only ? 0.0F : loss_scale);
           if (x != nullptr) release(x);
           if (y != nullptr) put({Payload::Activation, op.pipe, op.stage, mb}, y);
           break;
@@ -179,9 +180,9 @@ struct Executor::Impl {
               op.stage == last ? nullptr : take({Payload::Gradient, op.pipe, op.stage + 1, mb});
           float* dx = op.stage == 0 ? nullptr : get_buffer();
           if (op.kind == OpKind::B) {
-            compute.backward(op.stage, mb, dy, dx, loss_scale);
+            compute.backward(op.stage, mb, dy, dx);
           } else {
-            compute.backward_input(op.stage, mb, dy, dx, loss_scale);
+            compute.backward_input(op.stage, mb, dy, dx);
           }
           if (dy != nullptr) release(dy);
           if (dx != nullptr) put({Payload::Gradient, op.pipe, op.stage, mb}, dx);

@@ -162,11 +162,9 @@ std::string hf_config_json(const ModelConfig& m) {
   return config.dump(2) + "\n";
 }
 
-HfImport import_hf(const std::string& safetensors, const std::string& config_json,
-                   const std::string& out) {
+HfWeights read_hf_weights(const std::string& safetensors, const std::string& config_json) {
   const std::string config_path =
       config_json.empty() ? beside(safetensors, "config.json") : config_json;
-  io::require_not_an_input(out, {safetensors, config_path});
   const io::SafetensorsReader reader(safetensors);
   HfImport result;
   result.model = read_hf_config(config_path);
@@ -218,6 +216,15 @@ HfImport import_hf(const std::string& safetensors, const std::string& config_jso
     result.had_lm_head = true;
   }
   result.dtypes = fmt::format("{}", fmt::join(dtypes, ", "));
+  return {result, std::move(weights)};
+}
+
+HfImport import_hf(const std::string& safetensors, const std::string& config_json,
+                   const std::string& out) {
+  io::require_not_an_input(
+      out, {safetensors, config_json.empty() ? beside(safetensors, "config.json") : config_json});
+  const auto [result, weights] = read_hf_weights(safetensors, config_json);
+  const model::ParameterLayout layout = layout_of(result.model);
 
   // Weights in the model's order, then zero moments: the optimizer state of a fresh run.
   std::size_t largest = 0;

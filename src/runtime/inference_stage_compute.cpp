@@ -11,9 +11,11 @@ constexpr int kSlotBase = 1 << 24;
 }  // namespace
 
 float InferenceStageCompute::forward(int stage, int mb, const float* in, const std::int32_t* tokens,
-                                     const std::int32_t* targets, float* out) {
+                                     const std::int32_t* targets, float* out,
+                                     float /*loss_scale*/) {
   const int slot = kSlotBase + mb;
-  const float loss = model_.forward(stage, slot, in, tokens, targets, out);
+  // No backward follows: the loss only, no gradient.
+  const float loss = model_.forward(stage, slot, in, tokens, targets, out, 0.0F);
   if (targets != nullptr && at_last_) at_last_(slot);  // only the last stage reads targets
   worker_.release(stage, slot);
   return loss;

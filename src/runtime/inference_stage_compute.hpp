@@ -21,11 +21,9 @@ class InferenceStageCompute final : public StageCompute {
   void deallocate_message(float* message) noexcept override { model_.deallocate_message(message); }
 
   float forward(int stage, int mb, const float* in, const std::int32_t* tokens,
-                const std::int32_t* targets, float* out) override;
-  void backward(int stage, int mb, const float*, float*, float) override { no_backward(stage, mb); }
-  void backward_input(int stage, int mb, const float*, float*, float) override {
-    no_backward(stage, mb);
-  }
+                const std::int32_t* targets, float* out, float loss_scale) override;
+  void backward(int stage, int mb, const float*, float*) override { no_backward(stage, mb); }
+  void backward_input(int stage, int mb, const float*, float*) override { no_backward(stage, mb); }
   void backward_weight(int stage, int mb) override { no_backward(stage, mb); }
   void zero_grad() override {}
   std::vector<GradBuffer> grad_buffers() override { return {}; }

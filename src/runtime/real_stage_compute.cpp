@@ -5,27 +5,25 @@
 namespace chimera::runtime {
 
 float RealStageCompute::forward(int stage, int mb, const float* in, const std::int32_t* tokens,
-                                const std::int32_t* targets, float* out) {
+                                const std::int32_t* targets, float* out, float loss_scale) {
   const auto n = static_cast<std::size_t>(worker_.dims().N());
   model::ForwardInput input;
   if (tokens != nullptr) input.tokens = {tokens, n};
   if (targets != nullptr) input.targets = {targets, n};
   input.activation = staging_.incoming(in);
+  input.loss_scale = loss_scale;
   const float loss = worker_.forward(stage, mb, input, staging_.outgoing(out));
   staging_.finish(out);
   return loss;
 }
 
-void RealStageCompute::backward(int stage, int mb, const float* grad_out, float* grad_in,
-                                float loss_scale) {
-  worker_.backward(stage, mb, staging_.incoming(grad_out), staging_.outgoing(grad_in), loss_scale);
+void RealStageCompute::backward(int stage, int mb, const float* grad_out, float* grad_in) {
+  worker_.backward(stage, mb, staging_.incoming(grad_out), staging_.outgoing(grad_in));
   staging_.finish(grad_in);
 }
 
-void RealStageCompute::backward_input(int stage, int mb, const float* grad_out, float* grad_in,
-                                      float loss_scale) {
-  worker_.backward_input(stage, mb, staging_.incoming(grad_out), staging_.outgoing(grad_in),
-                         loss_scale);
+void RealStageCompute::backward_input(int stage, int mb, const float* grad_out, float* grad_in) {
+  worker_.backward_input(stage, mb, staging_.incoming(grad_out), staging_.outgoing(grad_in));
   staging_.finish(grad_in);
 }
 

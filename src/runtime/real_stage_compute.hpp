@@ -18,11 +18,9 @@ class RealStageCompute final : public StageCompute {
   void deallocate_message(float* message) noexcept override { staging_.deallocate(message); }
 
   float forward(int stage, int mb, const float* in, const std::int32_t* tokens,
-                const std::int32_t* targets, float* out) override;
-  void backward(int stage, int mb, const float* grad_out, float* grad_in,
-                float loss_scale) override;
-  void backward_input(int stage, int mb, const float* grad_out, float* grad_in,
-                      float loss_scale) override;
+                const std::int32_t* targets, float* out, float loss_scale) override;
+  void backward(int stage, int mb, const float* grad_out, float* grad_in) override;
+  void backward_input(int stage, int mb, const float* grad_out, float* grad_in) override;
   void backward_weight(int stage, int mb) override;
   void zero_grad() override { worker_.zero_grad(); }
   void finalize_tied_grads() override;

@@ -30,16 +30,16 @@ class StageCompute {
   virtual void deallocate_message(float* message) noexcept { delete[] message; }
 
   // Stage 0 reads `tokens` [B*T] instead of `in`; the last stage reads `targets` [B*T], writes no
-  // `out`, and returns the mean cross-entropy of its tokens (other stages return 0).
+  // `out`, and returns the mean cross-entropy of its tokens (other stages return 0). In training
+  // the last stage's forward also computes the gradient of loss_scale times its mean loss (the
+  // loss is the model's last op); loss_scale 0 (evaluation) computes the loss only.
   virtual float forward(int stage, int mb, const float* in, const std::int32_t* tokens,
-                        const std::int32_t* targets, float* out) = 0;
-  // Full backward: accumulates parameter gradients; `grad_out` is null on the last stage (the
-  // loss gradient is scaled by loss_scale instead), `grad_in` is null on stage 0.
-  virtual void backward(int stage, int mb, const float* grad_out, float* grad_in,
-                        float loss_scale) = 0;
+                        const std::int32_t* targets, float* out, float loss_scale) = 0;
+  // Full backward: accumulates parameter gradients; `grad_out` is null on the last stage (it
+  // starts from the loss gradient of its forward), `grad_in` is null on stage 0.
+  virtual void backward(int stage, int mb, const float* grad_out, float* grad_in) = 0;
   // Split backward (zero-bubble I and W ops): the two together equal backward().
-  virtual void backward_input(int stage, int mb, const float* grad_out, float* grad_in,
-                              float loss_scale) = 0;
+  virtual void backward_input(int stage, int mb, const float* grad_out, float* grad_in) = 0;
   virtual void backward_weight(int stage, int mb) = 0;
 
   virtual void zero_grad() = 0;

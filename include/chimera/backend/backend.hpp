@@ -168,6 +168,23 @@ class Backend {
   // (the caller folds 1/N and the loss scale into the GEMMs that read it).
   virtual void softmax_cross_entropy_backward(float* probs, const std::int32_t* targets, Index N,
                                               Index ld) = 0;
+  // In place: each of N rows of V values (row stride ld) becomes its softmax (generation's
+  // attention over cached keys). The default runs softmax_cross_entropy_forward with target 0
+  // and discards the losses, which gives the same values.
+  virtual void softmax_rows(float* x, Index N, Index V, Index ld);
+  // The LM head and its cross-entropy, fused and chunked: never more than `chunk_rows` rows of
+  // logits exist. For rows r of x [N, C] and the tied table wte [V, C] (row stride C):
+  //   losses[r] = -log softmax(x[r] wte^T)[targets[r]];
+  // and when grad_scale != 0, the gradient of grad_scale * sum_r losses[r]:
+  //   dx [N, C] = grad_scale (p - onehot) wte           (overwritten)
+  //   dwte [V, C] += grad_scale (p - onehot)^T x        (rows V.. are not touched)
+  // `logits` is scratch of chunk_rows x ld floats (ld >= V). Chunks follow N and chunk_rows only,
+  // so results do not depend on anything else. The default runs gemm and the softmax kernels
+  // above chunk by chunk; a backend may fuse them.
+  virtual void lm_head_cross_entropy(float* losses, float* dx, float* dwte, const float* x,
+                                     const float* wte, const std::int32_t* targets, Index N,
+                                     Index C, Index V, float grad_scale, float* logits, Index ld,
+                                     Index chunk_rows);
 
   // --- optimizer ------------------------------------------------------------------------
   // AdamW as torch.optim.AdamW (decoupled decay) on n parameters, g = grads * grad_scale:
@@ -184,6 +201,9 @@ class Backend {
   // operands converted from them (bf16) until one of those calls writes there. The registration
   // ends when the memory holding data is deallocated.
   virtual void register_weights(const float* /*data*/, Index /*n*/) {}
+  // Seconds this backend has spent converting GEMM operands (to bf16) outside parallel regions,
+  // for profiles; 0 where it converts none or does not count.
+  virtual double conversion_seconds() const { return 0.0; }
 
   // --- placement, for the runtime (defaults describe a host-memory backend) ---------------
   // True when backend memory is host memory that MPI can read and write directly.

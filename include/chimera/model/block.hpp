@@ -61,23 +61,29 @@ struct HeadWeightGrads {
   float* ln_f_weight;
   float* ln_f_bias;
 };
-struct HeadActivations {
+// Per-worker scratch of the head (nothing in it outlives a call): the logits exist one chunk of
+// rows at a time, never for all N rows.
+struct HeadScratch {
   float* ln_f;       // [N, C]
   float* ln_f_mean;  // [N]
   float* ln_f_rstd;  // [N]
-  float* probs;      // [N, Vp] logits, then probabilities, then (backward) p - onehot
+  float* dln_f;      // [N, C]
   float* losses;     // [N] per-token cross-entropy
+  float* logits;     // [chunk_rows, Vp]
+  Index chunk_rows;
 };
 
-// Per-token losses of ln_f(x) wte^T against targets (device int32 [N]).
+// Final LayerNorm, tied LM head and cross-entropy of x [N, C] (the last block's output) against
+// targets (device int32 [N]): the per-token losses go to s.losses. With grad_scale != 0 (the mean
+// over N tokens times the runtime's loss scale) the same pass computes the gradient of
+// grad_scale * (sum of the losses): dx [N, C] for x, and the head's parameter gradients added
+// into dw. The loss is the last op of the model, so nothing later is needed for that.
 void head_forward(Backend& be, const Dims& d, const HeadWeights& w, const float* x,
-                  const std::int32_t* targets, const HeadActivations& a);
-// dx for the loss sum times `token_scale` (the mean over N tokens times the runtime's loss
-// scale); leaves dln_f [N, C] for the weight pass.
-void head_backward_input(Backend& be, const Dims& d, const HeadWeights& w, const float* x,
-                         const std::int32_t* targets, const HeadActivations& a, float token_scale,
-                         float* dln_f, float* dx);
-void head_backward_weight(Backend& be, const Dims& d, const HeadWeightGrads& dw, const float* x,
-                          const HeadActivations& a, float token_scale, const float* dln_f);
+                  const std::int32_t* targets, const HeadScratch& s, float grad_scale,
+                  const HeadWeightGrads& dw, float* dx);
+// Logits [rows, V] (row stride V) of `rows` rows of x [rows, C], for sampling; ln_f [rows, C],
+// mean and rstd [rows] are scratch.
+void head_logits(Backend& be, const Dims& d, const HeadWeights& w, const float* x, Index rows,
+                 float* ln_f, float* mean, float* rstd, float* logits);
 
 }  // namespace chimera::model

@@ -1,10 +1,8 @@
 #pragma once
 // Text continuation with a trained GPT-2: choosing each next token from the logits (greedy, or
 // sampled with a temperature and top-k), and the loop that runs it on one worker holding the
-// whole model. There is no KV cache: each new token runs the forward of the whole window (the
-// last n_ctx tokens at most), so n new tokens cost n forwards of up to n_ctx positions instead
-// of n forwards of one position. That is cheap for short samples of small models, which is what
-// `chimera sample` and the samples printed during training are for.
+// whole model with a key/value cache (kv_cache.hpp): the prompt runs once, each new token one
+// position.
 #include <cstdint>
 #include <functional>
 #include <random>
@@ -44,9 +42,10 @@ std::span<const std::int32_t> context_window(std::span<const std::int32_t> token
 std::vector<std::int32_t> parse_token_ids(std::string_view text, int vocab_size,
                                           std::string_view what);
 
-// Continues `prompt` by `count` tokens. `worker` must hold every stage of a one-stage partition,
-// with micro-batch size 1; its sequence length T is the longest window it runs (the window is
-// padded to T with token 0, which the causal mask keeps from affecting the logits read).
+// Continues `prompt` by `count` tokens. `worker` must hold every stage of a one-stage partition;
+// its sequence length T is the longest window (the last T tokens of
+// the sequence condition each new one; once the sequence is longer, the cache is rebuilt from
+// its last T tokens for every new token). Only the worker's weights are used.
 // `on_token` sees each new token as it is chosen.
 std::vector<std::int32_t> generate(GPT2Worker& worker, std::span<const std::int32_t> prompt,
                                    int count, TokenSampler& sampler,

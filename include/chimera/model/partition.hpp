@@ -35,8 +35,10 @@ class StagePartition {
   std::vector<int> first_block_;
 };
 
-// Cost model for balancing: forward GEMM FLOPs per token (backward is twice these for every
-// part, so the ratios hold for a training step).
+// Cost model for balancing: a third of a training step's GEMM FLOPs per token (forward +
+// backward; for a block the forward is one third of it). The head runs all of its work in the
+// forward (the fused head + cross-entropy: 3 x 2 C V there, nothing in its backward), which moves
+// work from the last stage's B into its F but leaves its F + B, and so the balance, unchanged.
 std::int64_t block_cost(const GPT2Config& config, int seq_len);  // 24 C^2 + 4 T C
 std::int64_t head_cost(const GPT2Config& config);                // 2 C V
 

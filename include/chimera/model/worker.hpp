@@ -39,6 +39,11 @@ struct ForwardInput {
   std::span<const std::int32_t> tokens;   // stage 0: B*T token ids (host)
   const float* activation = nullptr;      // stages > 0: the previous stage's output [B*T*C]
   std::span<const std::int32_t> targets;  // stage S-1: B*T next-token ids (host)
+  // Stage S-1 in training: the forward also computes the gradient of loss_scale times the mean
+  // loss (the runtime passes 1/(W·M)), and with it the head's parameter gradients (+=); a
+  // backward of the micro-batch then needs no logits. 0: the loss only (evaluation, sampling),
+  // and the micro-batch can have no backward.
+  float loss_scale = 0;
 };
 
 class GPT2Worker {
@@ -57,6 +62,7 @@ class GPT2Worker {
 
   // --- structure -------------------------------------------------------------------------
   const GPT2Config& config() const { return layout_.config(); }
+  backend::Backend& backend() const { return be_; }
   const ParameterLayout& layout() const { return layout_; }
   const std::vector<int>& stages() const { return stage_ids_; }
   bool holds(int stage) const;
@@ -90,15 +96,15 @@ class GPT2Worker {
 
   // --- compute ---------------------------------------------------------------------------
   // Forward of `stage` for micro-batch `mb`; non-last stages write `output` [B*T*C]. Returns the
-  // mean cross-entropy over the B*T tokens on the last stage, 0 elsewhere.
+  // mean cross-entropy over the B*T tokens on the last stage, 0 elsewhere. On the last stage, with
+  // input.loss_scale != 0, it also accumulates the head's parameter gradients (+=).
   float forward(int stage, int mb, const ForwardInput& input, float* output);
-  // Accumulates parameter gradients (+=). The last stage takes no grad_output and scales the
-  // gradient of its mean loss by loss_scale; stage 0 writes no grad_input (pass null).
-  void backward(int stage, int mb, const float* grad_output, float* grad_input, float loss_scale);
+  // Accumulates parameter gradients (+=). The last stage takes no grad_output (it starts from the
+  // loss gradient its forward computed); stage 0 writes no grad_input (pass null).
+  void backward(int stage, int mb, const float* grad_output, float* grad_input);
   // The same gradients in two steps (zero-bubble schedules): the input gradient now, the weight
   // gradients later. Activations are freed after backward_weight.
-  void backward_input(int stage, int mb, const float* grad_output, float* grad_input,
-                      float loss_scale);
+  void backward_input(int stage, int mb, const float* grad_output, float* grad_input);
   void backward_weight(int stage, int mb);
   // Frees a micro-batch's activations without a backward (evaluation).
   void release(int stage, int mb);
@@ -111,7 +117,7 @@ class GPT2Worker {
   std::size_t activation_bytes() const;  // held now by activation slots
   std::size_t peak_activation_bytes() const;
   void reset_peak_activation_bytes();
-  std::size_t workspace_bytes() const { return workspace_.bytes(); }
+  std::size_t workspace_bytes() const { return workspace_.bytes() + head_scratch_.bytes(); }
 
  private:
   struct HeldStage;
@@ -120,7 +126,7 @@ class GPT2Worker {
     bool full = false;
     backend::DeviceBuffer saved;  // split backward: from backward_input to backward_weight
     bool input_done = false;
-    float loss_scale = 0;
+    bool loss_grad = false;  // last stage: the forward computed the loss gradient
     // The micro-batch's tokens on the host, kept where the embedding's gradient goes to a table
     // of its own (embedding_grads_): they name the rows its backward writes there.
     std::vector<std::int32_t> tokens;
@@ -131,6 +137,7 @@ class GPT2Worker {
   void run_blocks(HeldStage& h, std::byte* acts);
   void ensure_full_activations(HeldStage& h, Slot& s);
   void ensure_workspace();
+  static void check_loss_grad(const StageShape& shape, const Slot& s, int stage, int mb);
   // Where the embedding backward of slot s adds its wte gradient; records the rows it touches.
   float* embedding_grad_target(const Slot& s);
   // Empties embedding_rows_ (after the rows it lists were zeroed).
@@ -156,6 +163,7 @@ class GPT2Worker {
   std::unique_ptr<ActivationPool> pool_;
   std::map<std::pair<int, int>, Slot> slots_;
   backend::DeviceBuffer workspace_;
+  backend::DeviceBuffer head_scratch_;  // the head's chunk of logits and its other scratch
 };
 
 }  // namespace chimera::model

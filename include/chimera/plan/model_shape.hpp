@@ -39,6 +39,9 @@ class ModelShape {
   double saved_grad_bytes(const StageInfo& stage, int samples) const;
   // Per-worker scratch of the backward.
   double workspace_bytes(int samples) const;
+  // The head's scratch (one chunk of logits, ln_f and its gradient) on a worker holding the last
+  // stage.
+  double head_scratch_bytes(int samples) const;
   // One activation (or activation gradient) message between stages.
   double message_bytes(int samples) const;
 

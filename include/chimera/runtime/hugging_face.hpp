@@ -4,7 +4,9 @@
 // `transformer.h.0.attn.c_attn.weight` with Conv1D's [in, out] layout, ...) and `config.json`.
 // Chimera's checkpoints use the same names without the `transformer.` prefix and the same
 // layouts, so both directions copy tensors as they are.
+#include <map>
 #include <string>
+#include <vector>
 
 #include "chimera/core/config.hpp"
 
@@ -24,6 +26,14 @@ struct HfImport {
   bool had_lm_head = false;  // lm_head.weight was present (and equal to wte.weight)
   int skipped_buffers = 0;   // attn.bias / attn.masked_bias buffers, which are not weights
 };
+
+// The weights of a GPT2LMHeadModel save (F32, F16 or BF16), checked against its config.json
+// (`config_json` empty: the one beside `safetensors`), as float32 by Chimera tensor name.
+struct HfWeights {
+  HfImport info;
+  std::map<std::string, std::vector<float>> weights;
+};
+HfWeights read_hf_weights(const std::string& safetensors, const std::string& config_json);
 
 // Reads a GPT2LMHeadModel save (F32, F16 or BF16) and writes a Chimera checkpoint at `out`: the
 // weights, zero AdamW moments and step 0, which is exactly a fresh run's state, so that both

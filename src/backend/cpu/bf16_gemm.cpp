@@ -1,7 +1,10 @@
 // The two bf16 GEMMs of the CPU backend and the converted copies of weights (bf16_gemm.hpp).
 #include "bf16_gemm.hpp"
 
+#include <omp.h>
+
 #include <algorithm>
+#include <chrono>
 #include <map>
 #include <tuple>
 
@@ -38,6 +41,11 @@ void Bf16Gemm::forget(const void* ptr, std::size_t bytes) {
   drop_copies(begin, end);
 }
 
+void Bf16Gemm::gemm_bf16_a(Trans, Trans, Index, Index, Index, float, const Bf16Bits*, Index,
+                           const float*, Index, float, float*, Index) {
+  CHIMERA_CHECK(false, "{} take no bf16 operands", description());
+}
+
 int Bf16Gemm::weight_range(const float* src, Index rows, Index cols, Index ld) const {
   if (rows == 0 || cols == 0) return -1;
   const auto* begin = reinterpret_cast<const std::byte*>(src);
@@ -67,17 +75,41 @@ class ConvertingGemm : public Bf16Gemm {
             ldc, team);
   }
 
+  bool multiplies_bf16_bits() const final { return std::is_same_v<Element, Bf16Bits>; }
+
+  void gemm_bf16_a(Trans trans_a, Trans trans_b, Index m, Index n, Index k, float alpha,
+                   const Bf16Bits* a, Index lda, const float* b, Index ldb, float beta, float* c,
+                   Index ldc) final {
+    if constexpr (std::is_same_v<Element, Bf16Bits>) {
+      const Index b_rows = trans_b == Trans::No ? k : n, b_cols = trans_b == Trans::No ? n : k;
+      thread_local Scratch<Element> b_scratch;
+      const Element* b_converted = operand(b, b_rows, b_cols, ldb, b_scratch, true);
+      compute(trans_a, trans_b, m, n, k, alpha, a, lda, b_converted, b_cols, beta, c, ldc, true);
+    } else {
+      Bf16Gemm::gemm_bf16_a(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    }
+  }
+
  protected:
   virtual void compute(Trans trans_a, Trans trans_b, Index m, Index n, Index k, float alpha,
                        const Element* a, Index lda, const Element* b, Index ldb, float beta,
                        float* c, Index ldc, bool team) = 0;
 
  private:
-  static void convert(Element* dst, const float* src, Index rows, Index cols, Index ld, bool team) {
+  void convert(Element* dst, const float* src, Index rows, Index cols, Index ld, bool team) {
+    // Timed for profiles where one thread accounts for it (attention heads convert inside
+    // their parallel region and count as attention).
+    const bool timed = omp_in_parallel() == 0;
+    const auto start =
+        timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     if constexpr (std::is_same_v<Element, float>) {
       round_to_bf16(dst, src, rows, cols, ld, team);
     } else {
       convert_to_bf16(dst, src, rows, cols, ld, team);
+    }
+    if (timed) {
+      conversion_seconds_ +=
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     }
   }
 

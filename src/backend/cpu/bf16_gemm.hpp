@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "bf16.hpp"
 #include "chimera/backend/backend.hpp"
 
 namespace chimera::backend::cpu {
@@ -34,6 +35,13 @@ class Bf16Gemm {
                     Index ldc, bool team) = 0;
   // "bf16 GEMMs on oneDNN 2.6.3 (avx512_core_amx)" or "bf16 GEMMs emulated (...)".
   virtual std::string description() const = 0;
+  // Whether it multiplies bf16 bits (oneDNN): then gemm_bf16_a takes an A its caller converted
+  // already, e.g. while the values were in cache, and used for two GEMMs.
+  virtual bool multiplies_bf16_bits() const { return false; }
+  // gemm() with A given as bf16 bits (stored as op(A)'s storage, row stride lda), on the team.
+  virtual void gemm_bf16_a(Trans trans_a, Trans trans_b, Index m, Index n, Index k, float alpha,
+                           const Bf16Bits* a, Index lda, const float* b, Index ldb, float beta,
+                           float* c, Index ldc);
 
   void register_weights(const float* data, Index n);
   // Every converted copy of registered weights that [dst, dst + bytes) overlaps becomes stale.
@@ -44,6 +52,8 @@ class Bf16Gemm {
   void forget(const void* ptr, std::size_t bytes);
   // How many weight conversions ran (a test sees the cache work).
   std::uint64_t weight_conversions() const { return weight_conversions_; }
+  // Seconds spent converting operands outside parallel regions (Backend::conversion_seconds).
+  double conversion_seconds() const { return conversion_seconds_; }
 
  protected:
   Bf16Gemm() = default;
@@ -63,6 +73,7 @@ class Bf16Gemm {
   std::vector<Range> ranges_;
   mutable std::mutex mutex_;  // guards ranges_ and the converted copies
   std::uint64_t weight_conversions_ = 0;
+  double conversion_seconds_ = 0;  // written outside parallel regions only
 };
 
 }  // namespace chimera::backend::cpu

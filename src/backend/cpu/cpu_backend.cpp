@@ -57,6 +57,10 @@ std::uint64_t CpuBackend::weight_conversions() const {
   return bf16_ ? bf16_->weight_conversions() : 0;
 }
 
+double CpuBackend::conversion_seconds() const {
+  return bf16_ ? bf16_->conversion_seconds() : 0.0;
+}
+
 void CpuBackend::written(const void* dst, std::size_t bytes) {
   if (bf16_) bf16_->weights_written(dst, bytes);
 }

@@ -73,6 +73,12 @@ class CpuBackend final : public Backend {
                                      Index N, Index V, Index ld) override;
   void softmax_cross_entropy_backward(float* probs, const std::int32_t* targets, Index N,
                                       Index ld) override;
+  void softmax_rows(float* x, Index N, Index V, Index ld) override;
+  // bf16 on oneDNN: each row of the gradient converted once, for both GEMMs (cpu_softmax.cpp).
+  void lm_head_cross_entropy(float* losses, float* dx, float* dwte, const float* x,
+                             const float* wte, const std::int32_t* targets, Index N, Index C,
+                             Index V, float grad_scale, float* logits, Index ld,
+                             Index chunk_rows) override;
 
   void adamw_update(float* params, const float* grads, float* m, float* v, Index n,
                     const AdamWArgs& args) override;
@@ -81,6 +87,7 @@ class CpuBackend final : public Backend {
   void register_weights(const float* data, Index n) override;
   // How many times bf16 copies of registered weights were made (0 in fp32).
   std::uint64_t weight_conversions() const;
+  double conversion_seconds() const override;
 
  private:
   // One GEMM on the calling thread at the backend's precision (attention heads, batched GEMMs).

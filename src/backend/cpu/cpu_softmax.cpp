@@ -1,12 +1,29 @@
 // The fused softmax + cross-entropy of the LM head. One row per iteration: each row is read from
 // memory once and then stays in cache for its later passes.
+#include <algorithm>
 #include <cmath>
 
+#include "bf16.hpp"
+#include "bf16_gemm.hpp"
 #include "cpu_backend.hpp"
 #include "parallel.hpp"
+#include "scratch.hpp"
 #include "vector_math.hpp"
 
 namespace chimera::backend::cpu {
+
+namespace {
+
+// Row x of V values becomes its softmax; returns log(sum exp(x - max)) + max.
+float softmax_row(float* x, Index V) {
+  const float max = ordered_max(x, V);
+  const float sum = exponentiate_in_place(x, V, max);
+  const float inv_sum = 1.0F / sum;
+  for (Index i = 0; i < V; ++i) x[i] *= inv_sum;
+  return std::log(sum) + max;
+}
+
+}  // namespace
 
 void CpuBackend::softmax_cross_entropy_forward(float* logits, float* losses,
                                                const std::int32_t* targets, Index N, Index V,
@@ -15,18 +32,54 @@ void CpuBackend::softmax_cross_entropy_forward(float* logits, float* losses,
   for (Index r = 0; r < N; ++r) {
     float* x = logits + r * ld;
     const float target_logit = x[targets[r]];
-    const float max = ordered_max(x, V);
-    const float sum = exponentiate_in_place(x, V, max);
     // -log softmax(x)[target] = log(sum exp(x - max)) + max - x[target]
-    losses[r] = (std::log(sum) + max) - target_logit;
-    const float inv_sum = 1.0F / sum;
-    for (Index i = 0; i < V; ++i) x[i] *= inv_sum;
+    losses[r] = softmax_row(x, V) - target_logit;
   }
+}
+
+void CpuBackend::softmax_rows(float* x, Index N, Index V, Index ld) {
+#pragma omp parallel for schedule(dynamic, 4) if (N * V >= kParallelMinElements)
+  for (Index r = 0; r < N; ++r) softmax_row(x + r * ld, V);
 }
 
 void CpuBackend::softmax_cross_entropy_backward(float* probs, const std::int32_t* targets, Index N,
                                                 Index ld) {
   for (Index r = 0; r < N; ++r) probs[r * ld + targets[r]] -= 1.0F;
+}
+
+// With bf16 GEMMs on oneDNN, each row of the logits' gradient is converted to bf16 in the pass
+// that computes it, while the row is in cache, and both GEMMs that read it take those bits: the
+// default converts the whole chunk again for each of them (two more passes over [rows, V] each).
+// The bits, and so the results, are those of the default.
+void CpuBackend::lm_head_cross_entropy(float* losses, float* dx, float* dwte, const float* x,
+                                       const float* wte, const std::int32_t* targets, Index N,
+                                       Index C, Index V, float grad_scale, float* logits, Index ld,
+                                       Index chunk_rows) {
+  if (!bf16_ || !bf16_->multiplies_bf16_bits() || grad_scale == 0.0F) {
+    Backend::lm_head_cross_entropy(losses, dx, dwte, x, wte, targets, N, C, V, grad_scale, logits,
+                                   ld, chunk_rows);
+    return;
+  }
+  thread_local Scratch<Bf16Bits> gradient;
+  Bf16Bits* dlogits = gradient.get(static_cast<std::size_t>(std::min(chunk_rows, N) * V));
+  for (Index begin = 0; begin < N; begin += chunk_rows) {
+    const Index rows = std::min(chunk_rows, N - begin);
+    const float* x_rows = x + begin * C;
+    gemm(Trans::No, Trans::Yes, rows, V, C, 1.0F, x_rows, C, wte, C, 0.0F, logits, ld);
+#pragma omp parallel for schedule(dynamic, 4) if (rows * V >= kParallelMinElements)
+    for (Index r = 0; r < rows; ++r) {
+      float* row = logits + r * ld;
+      const std::int32_t target = targets[begin + r];
+      const float target_logit = row[target];
+      losses[begin + r] = softmax_row(row, V) - target_logit;
+      row[target] -= 1.0F;
+      convert_to_bf16(dlogits + r * V, row, 1, V, V, false);
+    }
+    bf16_->gemm_bf16_a(Trans::No, Trans::No, rows, C, V, grad_scale, dlogits, V, wte, C, 0.0F,
+                       dx + begin * C, C);
+    bf16_->gemm_bf16_a(Trans::Yes, Trans::No, V, C, rows, grad_scale, dlogits, V, x_rows, C, 1.0F,
+                       dwte, C);
+  }
 }
 
 }  // namespace chimera::backend::cpu

@@ -270,6 +270,21 @@ class HuggingFace(unittest.TestCase):
                     " ".join(map(str, cycle[:3])), "--tokens", "12", "--seed", "1337", "--ids")
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(printed[-1][1].split(), r.stdout.split())
+        # One worker holding the whole model samples with its key/value cache instead: the same
+        # tokens as `chimera sample` from its checkpoint.
+        single = self.path("single")
+        r = train(1, [*data, "--set=parallel.stages=1", "--set=parallel.scheme=1f1b",
+                      "--set=parallel.micro_batch_size=2",
+                      "--set=train.lr=1e-2", "--steps", "30", "--save-dir", single,
+                      "--eval-every", "30", "--set=log.sample_tokens=12",
+                      "--set=log.sample_prompt=" + " ".join(map(str, cycle[:3]))])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        printed_single = re.findall(r"sample after step 30: ([0-9 ]+)", r.stdout)
+        self.assertEqual(len(printed_single), 1, r.stdout)
+        r = chimera("sample", os.path.join(single, "ckpt-00000030.h5"), "--prompt-ids",
+                    " ".join(map(str, cycle[:3])), "--tokens", "12", "--seed", "1337", "--ids")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(printed_single[0].split(), r.stdout.split())
         for extra, needle in [([], "set train.eval_every"),
                               (["--eval-every", "30", "--set=parallel.recompute=true"],
                                "parallel.recompute = true does not keep")]:
@@ -311,6 +326,43 @@ class HuggingFace(unittest.TestCase):
             r = chimera("sample", ckpt, *args)
             self.assertEqual(r.returncode, 2, (args, r.stdout, r.stderr))
             self.assertIn(needle, r.stderr)
+
+    def test_sample_takes_hugging_face_saves_and_init_files_directly(self):
+        stored = save_hf(self.path("hf"), hf_weights(3), "BF16", buffers=True)
+        model = GPT2(GPT2Config(**SHAPE)).double()
+        model.load_state_dict({n: torch.from_numpy(v).double() for n, v in stored.items()})
+        prompt = [5, 9, 17, 3, 40, 2, 11, 60, 7, 1, 33, 12, 80, 4, 6, 90, 21, 8]  # > n_ctx
+        want = greedy_pytorch(model.eval(), prompt, 6, SHAPE["n_ctx"])
+        ids = ["--prompt-ids", " ".join(map(str, prompt)), "--tokens", "6", "--temperature",
+               "0", "--ids"]
+        # Plain HDF5 of GPT-2 tensors with Hugging Face names, as `--init` takes it: the shape
+        # (n_head) comes from a run config.
+        plain = self.path("plain.h5")
+        with h5py.File(plain, "w") as f:
+            for name, value in stored.items():
+                f["transformer." + name] = value
+        run_config = self.path("model.toml")
+        with open(run_config, "w") as f:
+            f.write("[model]\n" + "".join(f"{k} = {v}\n" for k, v in SHAPE.items()))
+        self.assertEqual(chimera("import-hf", self.path("hf", "model.safetensors"), "--out",
+                                 self.path("imported.h5")).returncode, 0)
+        for source in ([self.path("hf")], [self.path("hf", "model.safetensors")],
+                       [self.path("imported.h5")], [plain, "--config", run_config]):
+            r = chimera("sample", *source, *ids)
+            self.assertEqual(r.returncode, 0, (source, r.stderr))
+            self.assertEqual([int(x) for x in r.stdout.split()], want, source)
+
+        os.makedirs(self.path("empty"))
+        with open(self.path("notes.txt"), "w") as f:
+            f.write("not weights\n")
+        for source, needle in [([plain], "pass --config RUN.toml"),
+                               ([self.path("empty")], "is a directory without model.safetensors"),
+                               ([self.path("notes.txt")], "notes.txt"),
+                               ([self.path("nothing.h5")], "no such file or directory")]:
+            r = chimera("sample", *source, *ids)
+            self.assertEqual(r.returncode, 2, (source, r.stdout, r.stderr))
+            self.assertIn(needle, r.stderr)
+            self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
 
     def test_text_prompt_with_gpt2_vocabulary(self):
         shape = dict(n_layer=1, n_embd=16, n_head=2, n_ctx=16, vocab_size=50257)

@@ -204,6 +204,39 @@ TEST(Bf16Gemm, OnednnRepeatsItsBitsAtEachThreadCount) {
   omp_set_num_threads(saved);
 }
 
+// The fused bf16 head (each gradient row converted once, for both GEMMs) gives the bits of the
+// default, which converts the chunk for each GEMM; with registered weights as in the model.
+TEST(Bf16Gemm, FusedHeadGivesTheDefaultsBits) {
+  CHIMERA_SKIP_UNLESS_CPU_RUNS(std::string("bf16"));
+  CpuBackend be(CpuPrecision::Bf16);
+  const Index N = 70, C = 48, V = 300, ld = 384, chunk = 32;
+  const Vec x = random_vec(static_cast<std::size_t>(N * C), 51);
+  Vec wte = random_vec(static_cast<std::size_t>(ld * C), 52, 0.3F);
+  be.register_weights(wte.data(), static_cast<Index>(wte.size()));
+  std::vector<std::int32_t> targets(static_cast<std::size_t>(N));
+  for (Index r = 0; r < N; ++r) targets[static_cast<std::size_t>(r)] = (r * 7) % V;
+  const auto run = [&](bool fused) {
+    Vec losses(static_cast<std::size_t>(N)), dx(static_cast<std::size_t>(N * C)),
+        dwte(wte.size(), 0.5F), logits(static_cast<std::size_t>(chunk * ld));
+    for (int pass = 0; pass < 2; ++pass) {  // accumulates into dwte
+      if (fused) {
+        be.lm_head_cross_entropy(losses.data(), dx.data(), dwte.data(), x.data(), wte.data(),
+                                 targets.data(), N, C, V, 0.25F, logits.data(), ld, chunk);
+      } else {
+        be.Backend::lm_head_cross_entropy(losses.data(), dx.data(), dwte.data(), x.data(),
+                                          wte.data(), targets.data(), N, C, V, 0.25F, logits.data(),
+                                          ld, chunk);
+      }
+    }
+    return std::vector<Vec>{losses, dx, dwte};
+  };
+  const auto fused = run(true), reference = run(false);
+  EXPECT_EQ(fused[0], reference[0]) << "losses";
+  EXPECT_EQ(fused[1], reference[1]) << "dx";
+  EXPECT_EQ(fused[2], reference[2]) << "dwte";
+  EXPECT_NE(fused[2], Vec(wte.size(), 0.5F));
+}
+
 // Registered weights are converted once, and again after every backend call that writes them.
 TEST(Bf16Gemm, WeightCopiesAreRemadeAfterEveryWrite) {
   CpuBackend be(CpuPrecision::Bf16Emulated);

@@ -339,8 +339,8 @@ StepResult train_step(Backend& be) {
     targets[i] = static_cast<std::int32_t>((i * 53 + 3) % 101);
   }
   StepResult r;
-  r.loss = worker.forward(0, 0, {tokens, nullptr, targets}, nullptr);
-  worker.backward(0, 0, nullptr, nullptr, 1.0F);
+  r.loss = worker.forward(0, 0, {tokens, nullptr, targets, 1.0F}, nullptr);
+  worker.backward(0, 0, nullptr, nullptr);
   worker.finalize_tied_grads();
   for (auto view : {worker.grads(0), worker.tied_grads()}) {
     Vec host(view.count);

@@ -54,10 +54,10 @@ Step train_step(const std::string& precision) {
     for (auto& t : *ids) t = token(rng);
   }
   Step s;
-  s.loss = worker.forward(0, 0, {tokens, nullptr, targets}, nullptr);
+  s.loss = worker.forward(0, 0, {tokens, nullptr, targets, 1.0F}, nullptr);
   s.logits.resize(static_cast<std::size_t>(kB * kT * kV));
   worker.logits(0, s.logits);
-  worker.backward(0, 0, nullptr, nullptr, 1.0F);
+  worker.backward(0, 0, nullptr, nullptr);
   worker.finalize_tied_grads();
   for (const TensorInfo* t : worker.tensors()) {
     std::vector<float> g(t->numel);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "chimera/backend/backend.hpp"
+#include "chimera/model/activations.hpp"
 #include "chimera/model/block.hpp"
 #include "chimera/model/layers.hpp"
 #include "chimera/model/parameters.hpp"
@@ -168,20 +169,25 @@ TEST_F(GradCheck, HeadWithCrossEntropy) {
   Vec x = random_vec(N * C, 50, 1.0F), wte = random_vec(d_.Vp * C, 51, 0.3F);
   Vec ln_w = random_vec(C, 52, 0.2F, 1.0F), ln_b = random_vec(C, 53, 0.2F);
   const std::vector<std::int32_t> targets{0, 22, 5, 5, 17, 1, 2, 3, 4, 21};
-  Vec ln_f(N * C), mean(N), rstd(N), probs(N * d_.Vp), losses(N);
-  const HeadActivations a{ln_f.data(), mean.data(), rstd.data(), probs.data(), losses.data()};
+  // Chunks of 4 rows: the N = 10 rows take three chunks, the last one short.
+  constexpr Index kChunk = 4;
+  Vec ln_f(N * C), mean(N), rstd(N), dln_f(N * C), losses(N), logits(kChunk * d_.Vp);
+  const HeadScratch s{ln_f.data(),   mean.data(),   rstd.data(), dln_f.data(),
+                      losses.data(), logits.data(), kChunk};
+  Vec dx(x.size()), dwte(wte.size(), 0.0F), dln_w(C, 0.0F), dln_b(C, 0.0F);
+  const HeadWeightGrads none{nullptr, nullptr, nullptr};
   const auto loss = [&] {
-    head_forward(*be_, d_, {wte.data(), ln_w.data(), ln_b.data()}, x.data(), targets.data(), a);
+    head_forward(*be_, d_, {wte.data(), ln_w.data(), ln_b.data()}, x.data(), targets.data(), s,
+                 0.0F, none, nullptr);
     double sum = 0;
     for (const float l : losses) sum += l;
     return sum;
   };
+  head_forward(*be_, d_, {wte.data(), ln_w.data(), ln_b.data()}, x.data(), targets.data(), s, 1.0F,
+               {dwte.data(), dln_w.data(), dln_b.data()}, dx.data());
+  const Vec losses_with_gradient = losses;
   loss();
-  Vec dx(x.size()), dln_f(N * C), dwte(wte.size(), 0.0F), dln_w(C, 0.0F), dln_b(C, 0.0F);
-  head_backward_input(*be_, d_, {wte.data(), ln_w.data(), ln_b.data()}, x.data(), targets.data(), a,
-                      1.0F, dln_f.data(), dx.data());
-  head_backward_weight(*be_, d_, {dwte.data(), dln_w.data(), dln_b.data()}, x.data(), a, 1.0F,
-                       dln_f.data());
+  EXPECT_EQ(losses_with_gradient, losses);  // the gradient does not change the loss
   // The padded rows of wte get no gradient.
   for (std::size_t i = static_cast<std::size_t>(d_.V * C); i < dwte.size(); ++i) {
     ASSERT_EQ(dwte[i], 0.0F);
@@ -253,6 +259,65 @@ TEST_F(GradCheck, TransformerBlock) {
     check_gradient("block " + t.name, p, analytic, loss_of_p, 1e-3F, 8);
     loss_of_p();  // restore
   }
+}
+
+}  // namespace
+}  // namespace chimera::model
+
+namespace chimera::model {
+namespace {
+
+// The head in chunks of rows against one chunk of all N rows (the unchunked computation: the
+// same GEMMs and softmax calls on the whole [N, V] logits). Losses and dx are per row; wte's
+// gradient sums the chunks' shares in another order, within float rounding.
+TEST(FusedHead, ChunksEqualOneChunkOfAllRows) {
+  const auto be = backend::make_backend(BackendKind::Cpu);
+  const Dims d{3, 40, 32, 2, 300, 384};
+  const Index N = d.N(), C = d.C;
+  const Vec x = random_vec(N * C, 60, 1.0F), wte = random_vec(d.Vp * C, 61, 0.3F);
+  const Vec ln_w = random_vec(C, 62, 0.2F, 1.0F), ln_b = random_vec(C, 63, 0.2F);
+  std::vector<std::int32_t> targets(static_cast<std::size_t>(N));
+  for (Index r = 0; r < N; ++r) targets[static_cast<std::size_t>(r)] = (r * 37) % d.V;
+  struct Out {
+    Vec losses, dx, dwte, dln_w, dln_b;
+  };
+  const auto run = [&](Index chunk) {
+    Vec ln_f(N * C), mean(N), rstd(N), dln_f(N * C), logits(chunk * d.Vp);
+    Out o{Vec(N), Vec(N * C), Vec(wte.size(), 0.0F), Vec(C, 0.0F), Vec(C, 0.0F)};
+    const HeadScratch s{ln_f.data(),     mean.data(),   rstd.data(), dln_f.data(),
+                        o.losses.data(), logits.data(), chunk};
+    head_forward(*be, d, {wte.data(), ln_w.data(), ln_b.data()}, x.data(), targets.data(), s,
+                 0.5F / static_cast<float>(N), {o.dwte.data(), o.dln_w.data(), o.dln_b.data()},
+                 o.dx.data());
+    return o;
+  };
+  const Out whole = run(N);
+  const auto near = [](const Vec& a, const Vec& b, const char* what) {
+    double scale = 0;
+    for (const float v : b) scale = std::max(scale, static_cast<double>(std::abs(v)));
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      ASSERT_NEAR(a[i], b[i], 1e-6 * scale) << what << " element " << i;
+    }
+  };
+  for (const Index chunk : {Index{32}, Index{7}, Index{64}}) {
+    const Out o = run(chunk);
+    near(o.losses, whole.losses, "losses");
+    near(o.dx, whole.dx, "dx");
+    near(o.dwte, whole.dwte, "dwte");
+    near(o.dln_w, whole.dln_w, "dln_f.weight");
+    near(o.dln_b, whole.dln_b, "dln_f.bias");
+  }
+}
+
+TEST(FusedHead, ChunkRowsBoundTheLogits) {
+  const Dims small{4, 256, 256, 4, 50257, 50304};
+  EXPECT_EQ(head_chunk_rows(small), 256);  // 1024 rows in 4 chunks of 51 MB
+  EXPECT_LE(head_chunk_rows(small) * small.Vp, kHeadChunkFloats);
+  const Dims gpt2{4, 1024, 768, 12, 50257, 50304};
+  EXPECT_LE(head_chunk_rows(gpt2) * gpt2.Vp, kHeadChunkFloats + 32 * gpt2.Vp);
+  EXPECT_EQ(head_chunk_rows(gpt2) % 32, 0);
+  const Dims tiny{2, 5, 16, 2, 23, 128};
+  EXPECT_EQ(head_chunk_rows(tiny), 10);  // all rows fit in one chunk
 }
 
 }  // namespace

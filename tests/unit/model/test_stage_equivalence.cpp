@@ -93,6 +93,7 @@ class StageEquivalence : public ::testing::TestWithParam<std::string> {
         if (s == 0) in.tokens = mb_span(tokens_, mb);
         if (s > 0) in.activation = acts[s - 1].f32();
         if (s == S - 1) in.targets = mb_span(targets_, mb);
+        in.loss_scale = 1.0F / kMicroBatches;
         loss = owner[s]->forward(s, mb, in, s < S - 1 ? acts[s].f32() : nullptr);
       }
       r.losses.push_back(loss);
@@ -100,9 +101,9 @@ class StageEquivalence : public ::testing::TestWithParam<std::string> {
         const float* grad_out = s < S - 1 ? grads[s + 1].f32() : nullptr;
         float* grad_in = s > 0 ? grads[s].f32() : nullptr;
         if (mode == Backward::Fused) {
-          owner[s]->backward(s, mb, grad_out, grad_in, 1.0F / kMicroBatches);
+          owner[s]->backward(s, mb, grad_out, grad_in);
         } else {
-          owner[s]->backward_input(s, mb, grad_out, grad_in, 1.0F / kMicroBatches);
+          owner[s]->backward_input(s, mb, grad_out, grad_in);
           if (mode == Backward::Split) owner[s]->backward_weight(s, mb);
         }
       }

@@ -61,7 +61,8 @@ class TorchParity : public ::testing::Test {
 
 TEST_F(TorchParity, LogitsAndLoss) {
   auto worker = make_worker({config_.n_layer});
-  const float loss = worker->forward(0, 0, {batch(idx_, 0), nullptr, batch(targets_, 0)}, nullptr);
+  const float loss =
+      worker->forward(0, 0, {batch(idx_, 0), nullptr, batch(targets_, 0), 1.0F}, nullptr);
   std::vector<float> logits(static_cast<std::size_t>(B_ * T_ * config_.vocab_size));
   worker->logits(0, logits);
   expect_close(logits, file_.floats("logits"), 1e-5, "logits");
@@ -71,8 +72,8 @@ TEST_F(TorchParity, LogitsAndLoss) {
 
 TEST_F(TorchParity, EveryGradient) {
   auto worker = make_worker({config_.n_layer});
-  worker->forward(0, 0, {batch(idx_, 0), nullptr, batch(targets_, 0)}, nullptr);
-  worker->backward(0, 0, nullptr, nullptr, 1.0F);
+  worker->forward(0, 0, {batch(idx_, 0), nullptr, batch(targets_, 0), 1.0F}, nullptr);
+  worker->backward(0, 0, nullptr, nullptr);
   worker->finalize_tied_grads();
   for (const TensorInfo* t : worker->tensors()) {
     std::vector<float> grad(t->numel);
@@ -107,8 +108,8 @@ TEST_F(TorchParity, ThreeAdamWStepsWithClipping) {
   const auto lrs = file_.doubles("lrs");
   for (int step = 0; step < 3; ++step) {
     worker->zero_grad();
-    worker->forward(0, 0, {batch(idx_, step), nullptr, batch(targets_, step)}, nullptr);
-    worker->backward(0, 0, nullptr, nullptr, 1.0F);
+    worker->forward(0, 0, {batch(idx_, step), nullptr, batch(targets_, step), 1.0F}, nullptr);
+    worker->backward(0, 0, nullptr, nullptr);
     worker->finalize_tied_grads();
     const double norm = std::sqrt(
         optim::sum_of_squares(*backend_, worker->grads(0).data, worker->grads(0).count) +

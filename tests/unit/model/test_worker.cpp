@@ -43,11 +43,12 @@ TEST_F(Worker, ActivationBytesMatchTheClosedFormAndFollowInFlightMicroBatches) {
     const Index N = d.N(), C = d.C, BHTT = d.B * d.H * d.T * d.T;
     // The documented formulas, written out: activations.hpp.
     const auto full = [&](Index n, Index f, Index l) {
-      return static_cast<std::size_t>(4 * (N * C + n * (16 * N * C + 4 * N + BHTT) +
-                                           l * (N * C + 3 * N + N * d.Vp) + N * (f + l)));
+      return static_cast<std::size_t>(
+          4 * (N * C * (1 + l) + n * (16 * N * C + 4 * N + BHTT) + N * (f + l)));
     };
+    // The last stage keeps the gradient of its input from its forward, and no logits.
     const auto kept = [&](Index f, Index l) {
-      return static_cast<std::size_t>(4 * (N * C + N * (f + l)));
+      return static_cast<std::size_t>(4 * (N * C * (1 + l) + N * (f + l)));
     };
     const std::size_t first_mb = recompute ? kept(1, 0) : full(2, 1, 0);
     const std::size_t last_mb = recompute ? kept(0, 1) : full(1, 0, 1);
@@ -59,30 +60,34 @@ TEST_F(Worker, ActivationBytesMatchTheClosedFormAndFollowInFlightMicroBatches) {
     for (int mb = 0; mb < 3; ++mb) {
       first.forward(0, mb, {ids_, nullptr, {}}, act.f32() + mb * first.message_floats());
       EXPECT_EQ(first.activation_bytes(), (mb + 1) * first_mb);
-      last.forward(1, mb, {{}, act.f32() + mb * first.message_floats(), ids_}, nullptr);
+      last.forward(1, mb, {{}, act.f32() + mb * first.message_floats(), ids_, 1.0F}, nullptr);
       EXPECT_EQ(last.activation_bytes(), (mb + 1) * last_mb);
     }
     // With recompute, a forward holds the full record until it has kept the input.
     EXPECT_EQ(first.peak_activation_bytes(), 3 * first_mb + (recompute ? full(2, 1, 0) : 0));
     // Split backward: the slot holds every activation plus the saved gradients,
-    // 4 N C (11 n + first + last) bytes, until the weight pass.
-    last.backward_input(1, 0, nullptr, grad.f32(), 1.0F);
-    const auto saved_last = static_cast<std::size_t>(4 * N * C * (11 * 1 + 1));
+    // 4 N C (11 n + first) bytes, until the weight pass.
+    last.backward_input(1, 0, nullptr, grad.f32());
+    const auto saved_last = static_cast<std::size_t>(4 * N * C * (11 * 1));
     EXPECT_EQ(last.activation_bytes(), full(1, 0, 1) + saved_last + 2 * last_mb);
     last.backward_weight(1, 0);
     EXPECT_EQ(last.activation_bytes(), 2 * last_mb);
-    first.backward(0, 0, grad.f32(), nullptr, 1.0F);
+    first.backward(0, 0, grad.f32(), nullptr);
     EXPECT_EQ(first.activation_bytes(), 2 * first_mb);
     for (int mb = 1; mb < 3; ++mb) {
-      last.backward(1, mb, nullptr, grad.f32(), 1.0F);
-      first.backward(0, mb, grad.f32(), nullptr, 1.0F);
+      last.backward(1, mb, nullptr, grad.f32());
+      first.backward(0, mb, grad.f32(), nullptr);
     }
     EXPECT_EQ(first.activation_bytes(), 0U);
     EXPECT_EQ(last.activation_bytes(), 0U);
     EXPECT_EQ(last.peak_activation_bytes(), recompute
                                                 ? 3 * last_mb + full(1, 0, 1) - last_mb + saved_last
                                                 : 3 * last_mb + saved_last);
-    EXPECT_EQ(first.workspace_bytes(), static_cast<std::size_t>(4 * (14 * N * C + BHTT)));
+    EXPECT_EQ(first.workspace_bytes(), static_cast<std::size_t>(4 * (13 * N * C + BHTT)));
+    // The last stage's worker also holds the head's scratch: one chunk of logits (here all N
+    // rows fit in one), ln_f and its gradient, mean, rstd and the losses.
+    EXPECT_EQ(last.workspace_bytes(), static_cast<std::size_t>(4 * (13 * N * C + BHTT) +
+                                                               4 * (2 * N * C + 3 * N + N * d.Vp)));
     first.reset_peak_activation_bytes();
     EXPECT_EQ(first.peak_activation_bytes(), 0U);
   }
@@ -107,8 +112,8 @@ TEST_F(Worker, BuffersAndTiedStages) {
 TEST_F(Worker, FinalizeTiedGradsAddsTheEmbeddingPartOnce) {
   GPT2Worker w(*be_, config_, StagePartition({3}), {0}, {kB, kT, false});
   w.init_parameters(3);
-  w.forward(0, 0, {ids_, nullptr, ids_}, nullptr);
-  w.backward(0, 0, nullptr, nullptr, 1.0F);
+  w.forward(0, 0, {ids_, nullptr, ids_, 1.0F}, nullptr);
+  w.backward(0, 0, nullptr, nullptr);
   EXPECT_TRUE(w.tied_grads_pending());
   const auto count = w.tied_grads().count;
   std::vector<float> head(count), once(count), twice(count);
@@ -148,20 +153,26 @@ TEST_F(Worker, OptionsAreChecked) {
 TEST_F(Worker, MisuseIsAnErrorNotACrash) {
   GPT2Worker w(*be_, config_, StagePartition({2, 1}), {0, 1}, {kB, kT, false});
   backend::DeviceBuffer act(*be_, w.message_floats() * sizeof(float));
-  EXPECT_THROW(w.backward(0, 0, act.f32(), nullptr, 1.0F), Error);  // no forward
+  EXPECT_THROW(w.backward(0, 0, act.f32(), nullptr), Error);  // no forward
   w.forward(0, 0, {ids_, nullptr, {}}, act.f32());
   EXPECT_THROW(w.forward(0, 0, {ids_, nullptr, {}}, act.f32()), Error);  // twice
   EXPECT_THROW(w.backward_weight(0, 0), Error);                          // before input pass
-  EXPECT_THROW(w.backward(0, 0, nullptr, nullptr, 1.0F), Error);         // needs grad_output
+  EXPECT_THROW(w.backward(0, 0, nullptr, nullptr), Error);               // needs grad_output
   EXPECT_THROW(w.forward(1, 0, {{}, nullptr, ids_}, nullptr), Error);    // needs an activation
   w.release(0, 0);
   EXPECT_EQ(w.activation_bytes(), 0U);
+  // A last-stage forward without the loss gradient (evaluation) has no backward.
+  GPT2Worker whole(*be_, config_, StagePartition({3}), {0}, {kB, kT, false});
+  whole.forward(0, 0, {ids_, nullptr, ids_}, nullptr);
+  EXPECT_THROW(whole.backward(0, 0, nullptr, nullptr), Error);
+  EXPECT_THROW(whole.backward_input(0, 0, nullptr, nullptr), Error);
+  whole.release(0, 0);
 }
 
 TEST_F(Worker, LogitsOfTheLastStage) {
   GPT2Worker w(*be_, config_, StagePartition({3}), {0}, {kB, kT, false});
   w.init_parameters(9);
-  const float loss = w.forward(0, 0, {ids_, nullptr, ids_}, nullptr);
+  const float loss = w.forward(0, 0, {ids_, nullptr, ids_, 1.0F}, nullptr);
   std::vector<float> logits(static_cast<std::size_t>(kB * kT * 50));
   w.logits(0, logits);
   // The mean cross-entropy from these logits is the loss the forward returned.
@@ -174,7 +185,7 @@ TEST_F(Worker, LogitsOfTheLastStage) {
     sum += std::log(z) + mx - row[ids_[static_cast<std::size_t>(r)]];
   }
   EXPECT_NEAR(loss, sum / (kB * kT), 1e-5);
-  w.backward(0, 0, nullptr, nullptr, 1.0F);
+  w.backward(0, 0, nullptr, nullptr);
   GPT2Worker r(*be_, config_, StagePartition({3}), {0}, {kB, kT, true});
   r.forward(0, 0, {ids_, nullptr, ids_}, nullptr);
   EXPECT_THROW(r.logits(0, logits), Error);  // recompute keeps no logits

@@ -85,7 +85,9 @@ TEST(Predict, MemoryPerWorker) {
   // GPipe holds all N micro-batches before the first backward.
   EXPECT_DOUBLE_EQ(p.memory[0].activations, 4 * shape.activation_bytes(stages[0], 2, false));
   EXPECT_DOUBLE_EQ(p.memory[1].activations, 4 * shape.activation_bytes(stages[1], 2, false));
-  EXPECT_DOUBLE_EQ(p.memory[1].workspace, shape.workspace_bytes(2));
+  // The last stage's worker also holds the head's scratch (one chunk of logits).
+  EXPECT_DOUBLE_EQ(p.memory[0].workspace, shape.workspace_bytes(2));
+  EXPECT_DOUBLE_EQ(p.memory[1].workspace, shape.workspace_bytes(2) + shape.head_scratch_bytes(2));
   EXPECT_DOUBLE_EQ(p.peak_memory_bytes, std::max(p.memory[0].total(), p.memory[1].total()));
 
   l.recompute = true;

@@ -18,18 +18,18 @@ TEST(EmulatedStageCompute, WaitsTheCostAndTracksActivations) {
     return true;  // requests outstanding: the op must keep polling
   });
   Stopwatch sw;
-  c.forward(0, 0, nullptr, nullptr, nullptr, nullptr);  // halving: half of F = 2 ms
-  c.forward(3, 1, nullptr, nullptr, nullptr, nullptr);
+  c.forward(0, 0, nullptr, nullptr, nullptr, nullptr, 1.0F);  // halving: half of F = 2 ms
+  c.forward(3, 1, nullptr, nullptr, nullptr, nullptr, 1.0F);
   EXPECT_GE(sw.ms(), 4.0);
   EXPECT_GT(polls, 0);
   EXPECT_EQ(c.peak_activation_bytes(), 400);
-  c.backward(0, 0, nullptr, nullptr, 1.0F);
-  c.backward_input(3, 1, nullptr, nullptr, 1.0F);
+  c.backward(0, 0, nullptr, nullptr);
+  c.backward_input(3, 1, nullptr, nullptr);
   c.backward_weight(3, 1);
   EXPECT_EQ(c.peak_activation_bytes(), 400);
   c.reset_peak_activation_bytes();
   EXPECT_EQ(c.peak_activation_bytes(), 0);
-  EXPECT_THROW(c.backward(0, 5, nullptr, nullptr, 1.0F), Error);  // never forwarded
+  EXPECT_THROW(c.backward(0, 5, nullptr, nullptr), Error);  // never forwarded
   const auto g = c.grad_buffers();
   ASSERT_EQ(g.size(), 3U);  // tied + two stages
   EXPECT_EQ(g[0].stage, -1);

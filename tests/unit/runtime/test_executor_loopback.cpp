@@ -53,7 +53,10 @@ class ToyCompute final : public StageCompute {
   std::size_t message_floats() const override { return kFloats; }
 
   float forward(int stage, int mb, const float* in, const std::int32_t* tokens,
-                const std::int32_t* targets, float* out) override {
+                const std::int32_t* targets, float* out, float loss_scale) override {
+    // Training forwards carry the loss gradient's scale (the last stage computes it there);
+    // evaluation forwards carry none.
+    EXPECT_EQ(loss_scale != 0.0F, !inference_);
     std::vector<float> x(kFloats);
     for (std::size_t i = 0; i < kFloats; ++i) {
       x[i] = stage == 0 ? static_cast<float>(tokens[i]) : in[i];
@@ -73,13 +76,11 @@ class ToyCompute final : public StageCompute {
     return 0.0F;
   }
 
-  void backward(int stage, int mb, const float* grad_out, float* grad_in,
-                float loss_scale) override {
-    backward_input(stage, mb, grad_out, grad_in, loss_scale);
+  void backward(int stage, int mb, const float* grad_out, float* grad_in) override {
+    backward_input(stage, mb, grad_out, grad_in);
     backward_weight(stage, mb);
   }
-  void backward_input(int stage, int mb, const float* grad_out, float* grad_in,
-                      float /*loss_scale*/) override {
+  void backward_input(int stage, int mb, const float* grad_out, float* grad_in) override {
     if (stage != stages_ - 1) saved_dy_[{stage, mb}].assign(grad_out, grad_out + kFloats);
     const auto& dy = saved_dy_.at({stage, mb});
     if (grad_in != nullptr) {

@@ -53,9 +53,10 @@ def train(args, np_=2, extra_env=None):
     return r, time.monotonic() - start
 
 
-def start(args, np_=2, **kwargs):
+def start(args, np_=2, extra_env=None, **kwargs):
     # A session of its own, so that the whole job (launcher and ranks) can be killed at once.
-    return subprocess.Popen(command(np_, args), env=env(), start_new_session=True, **kwargs)
+    return subprocess.Popen(command(np_, args), env=env(extra_env), start_new_session=True,
+                            **kwargs)
 
 
 def kill_job(job):
@@ -480,8 +481,11 @@ class FullDisk(FaultCase):
         filler = os.path.join(self.disk, "filler")
         with open(filler, "wb") as f:
             f.write(b"\0" * 1600 * 1024)
+        # Steps of at least 50 ms (a test-only read delay): a failed save costs no time with
+        # background saves, and without it all 40 steps could end before the filler is gone.
         job = start(self.base + ["--steps", "40", "--save-every", "1",
                                  "--set", "checkpoint.on_save_error=warn"],
+                    extra_env={"CHIMERA_TEST_READ_LATENCY_MS": "50"},
                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         first = ""
 

@@ -3,8 +3,10 @@
 #include <sys/prctl.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstdlib>
+#include <thread>
 
 #include "chimera/comm/doorbell.hpp"
 #include "chimera/comm/rank_hosts.hpp"
@@ -44,6 +46,14 @@ MpiSession::~MpiSession() {
 
 void abort_job(const std::string& message, int status) {
   log::write_stderr("error: " + message);
+  // MPI_Abort asks the launcher to end every rank. Where a host is lost, the launcher may wait
+  // for it (Slurm's PMIx abort propagation to a cut host times out only after minutes) and this
+  // rank would outlive the job's end: it leaves on its own after a grace period that lets the
+  // launcher end the others first.
+  std::thread([status] {
+    std::this_thread::sleep_for(std::chrono::seconds(5));
+    std::_Exit(status);
+  }).detach();
   MPI_Abort(MPI_COMM_WORLD, status);
   std::_Exit(status);  // MPI_Abort does not return; this is for MPI implementations that do
 }

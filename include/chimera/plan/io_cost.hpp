@@ -7,8 +7,8 @@
 // Its writers are the owners of the stages (replica 0's pipeline group: D ranks, D/2 with
 // Chimera's two pipelines, whose worker p owns stages p and D-1-p, D/k with k pipelines), and
 // its readers on resume are the same ranks; each then broadcasts its tensors to the other
-// holders of its stages (W per stage, kW with Chimera) over the network. A group of writers moves at most
-// min(file system, writers x one node's link) bytes per unit of time.
+// holders of its stages (W per stage, kW with Chimera) over the network. A group of writers moves
+// at most min(file system, writers x one node's link) bytes per unit of time.
 #include "chimera/plan/network.hpp"
 #include "chimera/plan/predict.hpp"
 

@@ -265,6 +265,8 @@ SimResult Simulator::run(const Costs& costs) const {
         break;
       case InstrKind::WaitSums:
         break;  // the sums are priced below
+      case InstrKind::WaitGather:
+        break;
     }
   }
 

@@ -51,6 +51,23 @@ class PredictTest(unittest.TestCase):
                                slow["work_ms"] + slow["bubble_ms"] + slow["p2p_ms"] +
                                slow["allreduce_exposed_ms"] + slow["optimizer_ms"], places=3)
 
+    def test_shard_optimizer_shrinks_the_moments_and_prices_the_gathers(self):
+        args = ("--cost", "2:4", "--network", "50us,1GB/s", "-W", "2", "-D", "4", "-N", "8")
+        full = self.predict(*args)[0]
+        sharded = self.predict(*args, "--shard-optimizer")[0]
+        self.assertFalse(full["shard_optimizer"])
+        self.assertTrue(sharded["shard_optimizer"])
+        self.assertEqual(full["gather_ms"], 0)
+        self.assertGreater(sharded["gather_exposed_ms"], 0)
+        # Reduce-scatter + all-gather: the allreduce's price (Rabenseifner's two halves).
+        self.assertAlmostEqual(sharded["allreduce_ms"] + sharded["gather_ms"],
+                               full["allreduce_ms"], places=3)
+        self.assertLess(sharded["peak_memory_bytes"], full["peak_memory_bytes"])
+        self.assertAlmostEqual(sharded["iteration_ms"],
+                               sharded["work_ms"] + sharded["bubble_ms"] + sharded["p2p_ms"] +
+                               sharded["gather_exposed_ms"] + sharded["allreduce_exposed_ms"] +
+                               sharded["optimizer_ms"], places=3)
+
     def test_memory_csv_feeds_the_memory_plot(self):
         with tempfile.TemporaryDirectory() as d:
             csv_path = Path(d) / "memory.csv"
@@ -79,6 +96,15 @@ class SearchTest(unittest.TestCase):
         self.assertIn("Best layout of each scheme", out)
         self.assertRegex(out, r"Why \S+ W=\d+ D=\d+ B=\d+ N=\d+")
         self.assertRegex(out, r"x faster than \S+ at its best: mostly ")
+
+    def test_sharded_search_says_so_and_shows_the_gather_waits(self):
+        result = plan("--model", GPT2, "--nodes", "64", "--memory", "16", "--costs", P100,
+                      "--network", "10us,8GB/s", "--global-batch", "256", "--top", "3",
+                      "--schemes", "chimera,1f1b", "--shard-optimizer")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("global batch 256, optimizer state sharded:", result.stdout)
+        self.assertRegex(result.stdout, r"Why \S+ W=\d+ D=\d+ B=\d+ N=\d+.* sharded wins")
+        self.assertRegex(result.stdout, r"p2p +gather +allreduce")
 
     def test_nothing_fits(self):
         result = plan("--model", GPT2, "--nodes", "8", "--memory", "2", "--reserve", "0.5",

@@ -113,6 +113,27 @@ class SearchTest(unittest.TestCase):
         self.assertIn("no layout fits in 2 GiB per device", result.stdout)
 
 
+class ShardStudyTest(unittest.TestCase):
+    def test_sharding_fits_at_least_as_much_as_full_state(self):
+        # analysis/paper_comparison.py --shard-study on a smaller machine (W = 8): Chimera D = 8.
+        result = subprocess.run(
+            ["/usr/bin/python3", str(SOURCE_DIR / "analysis/paper_comparison.py"), "--bin", BIN,
+             "--nodes", "64", "--shard-study"], capture_output=True, text=True, timeout=240)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        rows = [[c.strip() for c in line.strip("|").split("|")]
+                for line in result.stdout.splitlines()
+                if line.startswith("| micro") or line.startswith("| model")]
+        self.assertEqual([(r[0], r[1]) for r in rows],
+                         [("micro-batch B", "full"), ("micro-batch B", "sharded"),
+                          ("model depth (B = 1)", "full"), ("model depth (B = 1)", "sharded")])
+        largest = [int(r[2].split("=")[1]) for r in rows]
+        self.assertGreaterEqual(largest[1], largest[0])  # micro-batch
+        self.assertGreater(largest[3], largest[2])  # the moments of deeper models no longer fit
+        for r in rows:
+            self.assertLessEqual(float(r[4]), 15.0)  # 16 GiB less the 1 GiB reserve
+            self.assertRegex(r[8], r"^\d+\.\d\dx$")
+
+
 class BadInputTest(unittest.TestCase):
     def assert_input_error(self, expected, *args):
         result = plan(*args)

@@ -392,7 +392,8 @@ Run add_plan_command(CLI::App& app) {
                   "ALPHA,BETA[,ALLREDUCE]: message latency (s, ms, us, ns) and bandwidth (GB/s, "
                   "MB/s) or time per byte (ns/B) (default 5us,10GB/s); ALLREDUCE rabenseifner "
                   "(default) or binomial (Open MPI's in-place non-blocking allreduce: a reduce and "
-                  "broadcast of the whole buffer)");
+                  "broadcast of the whole buffer; with --shard-optimizer libnbc's reduce-scatter, "
+                  "a reduce and a linear scatter, and its linear all-gather)");
   sub->add_option(
       "--costs", o->costs_file,
       "per-layer forward/backward costs of the machine (TOML, docs/scaling.md); this or "

@@ -295,6 +295,16 @@ int run_predict(const PlanOptions& o) {
         p.allreduce_ms > 0 ? 100 * p.allreduce_hidden_ms / p.allreduce_ms : 100.0,
         sharded ? fmt::format("; all-gather {:.2f} ms in all, from the step boundary", p.gather_ms)
                 : "");
+    if (sharded) {  // the same layout with every holder keeping the whole optimizer state
+      plan::Layout full_layout = p.layout;
+      full_layout.shard_optimizer = false;
+      const plan::Prediction full = predictor(full_layout);
+      fmt::print(
+          "  against full optimizer state: iteration {:.2f} ms (allreduce {:.2f} ms, {:.2f} "
+          "exposed; optimizer {:.2f}), peak memory {:.2f} GiB (sharded: {:.2f})\n",
+          full.iteration_ms, full.allreduce_ms, full.allreduce_exposed_ms, full.optimizer_ms,
+          full.peak_memory_bytes / kGiB, p.peak_memory_bytes / kGiB);
+    }
     fmt::print("  memory per worker (GiB):");
     for (const plan::WorkerMemory& m : p.memory) fmt::print(" {:.2f}", m.total() / kGiB);
     fmt::print("{}\n", p.fits ? "" : "  -- does NOT fit");

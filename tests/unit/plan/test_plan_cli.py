@@ -68,6 +68,16 @@ class PredictTest(unittest.TestCase):
                                sharded["gather_exposed_ms"] + sharded["allreduce_exposed_ms"] +
                                sharded["optimizer_ms"], places=3)
 
+    def test_sharded_table_prices_it_against_the_allreduce(self):
+        result = plan("--model", LOCAL, "--memory", "64", "--predict", "--cost", "2:4",
+                      "--network", "50us,1GB/s", "-W", "2", "-D", "4", "-N", "8",
+                      "--shard-optimizer")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertRegex(result.stdout, r"\+ weight gather waits \d+\.\d\d \+ exposed "
+                                        r"reduce-scatter \d+\.\d\d")
+        self.assertRegex(result.stdout, r"against full optimizer state: iteration \d+\.\d\d ms "
+                                        r"\(allreduce \d+\.\d\d ms")
+
     def test_memory_csv_feeds_the_memory_plot(self):
         with tempfile.TemporaryDirectory() as d:
             csv_path = Path(d) / "memory.csv"

@@ -95,7 +95,7 @@ TEST(Planner, SchemeChoices) {
        {"chimaera", "gpipe:x", "interleaved:0", "chimera:direct:two", "chimera:a:2:3", ""}) {
     EXPECT_THROW(parse_scheme_choice(bad), InputError) << bad;
   }
-  EXPECT_EQ(default_scheme_choices().size(), 14U);
+  EXPECT_EQ(default_scheme_choices().size(), 16U);
   EXPECT_EQ(parse_scheme_choice("zb-v").scheme, "zb-v");
   EXPECT_EQ(parse_scheme_choice("dualpipev").scheme, "dualpipev");
   EXPECT_THROW(parse_scheme_choice("zb-v:2"), InputError);
@@ -121,6 +121,26 @@ TEST(Planner, PlansTheVShapes) {
   }
   EXPECT_TRUE(zb_v_d4);
   EXPECT_TRUE(dualpipev_d4);
+  EXPECT_GT(r.invalid, 0);  // D = 1
+}
+
+// BitPipe's two V's: 2D stages too (D <= 4 for 8 blocks), N a multiple of D, every stage on two
+// workers.
+TEST(Planner, PlansBitPipe) {
+  Predictor predict = predictor(1, 2);
+  PlanRequest request = request_for(4, 8, 1);
+  request.schemes = {parse_scheme_choice("bitpipe"), parse_scheme_choice("bitpipe-zb")};
+  const PlanResult r = plan(request, predict);
+  bool bitpipe_d4 = false;
+  bool bitpipe_zb_d4 = false;
+  for (const Prediction& p : r.ranked) {
+    EXPECT_LE(p.layout.D, 4) << p.layout.scheme;
+    EXPECT_EQ(p.layout.N % p.layout.D, 0) << p.layout.scheme;
+    bitpipe_d4 = bitpipe_d4 || (p.layout.scheme == "bitpipe" && p.layout.D == 4);
+    bitpipe_zb_d4 = bitpipe_zb_d4 || (p.layout.scheme == "bitpipe-zb" && p.layout.D == 4);
+  }
+  EXPECT_TRUE(bitpipe_d4);
+  EXPECT_TRUE(bitpipe_zb_d4);
   EXPECT_GT(r.invalid, 0);  // D = 1
 }
 

@@ -28,7 +28,9 @@
 //
 // bitpipe-zb: the same F order with every B split into I (in B's place) and W, the W ops filling
 // the waits (split_backward.hpp), as chimera-zb does for Chimera.
-#include <fmt/format.h>
+#include <algorithm>
+#include <string>
+#include <vector>
 
 #include "chimera/core/error.hpp"
 #include "chimera/schedule/generators.hpp"
@@ -54,8 +56,8 @@ int stage_on(int D, int r, int pipe, int leg) {
   return leg == 0 ? D - 1 - r : D + r;
 }
 
-// One worker's compute order for one op kind over one unit: F ops walk the legs forwards,
-// B ops backwards (leg_first = 1).
+// One worker's compute order for one op kind over one unit: F ops walk the legs from the first,
+// B ops from the second.
 class UnitOrder {
  public:
   UnitOrder(const Schedule& s, int r) : D_(s.workers), r_(r) {

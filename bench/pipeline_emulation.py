@@ -18,7 +18,7 @@
              and each scheme against chimera-zb (always run). --only NAME,... runs a subset.
 
 Usage: bench/pipeline_emulation.py [emulation|overlap|overhead|schemes ...] [--chimera BIN] [--cost F:B]
-                                   [--wait doorbell|poll] [--only SCHEME,...]
+                                   [--wait doorbell|poll] [--only SCHEME,...] [--stages D ...]
 Run from the repository root after scripts/build release; the Austen data (scripts/prepare-data)
 is needed for `overhead`.
 """
@@ -93,7 +93,7 @@ def schemes(a):
           f"after a warm-up")
     print(f"{'scheme':<18} {'D':>3} {'N':>3} {'measured ms':>12} {'simulator ms':>13} "
           f"{'ratio':>7} {'vs chimera-zb':>14}")
-    for d in (8, 16):
+    for d in a.stages:
         n = 2 * d
         rows_out = []
         for scheme, variant in (("chimera-zb", ""), ("chimera", "direct"),
@@ -192,6 +192,8 @@ def main():
     p.add_argument("--steps", type=int, default=4, help="steps per run (the first warms up)")
     p.add_argument("--wait", default="doorbell", choices=["doorbell", "poll"],
                    help="emulation: how waiting ranks sleep (runtime.wait)")
+    p.add_argument("--stages", type=int, nargs="+", default=[8, 16],
+                   help="schemes: the pipeline depths D (default 8 16)")
     p.add_argument("--only", help="schemes: run only these labels (comma-separated, e.g. "
                    "bitpipe,bitpipe-zb), chimera-zb always")
     a = p.parse_args()

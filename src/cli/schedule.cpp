@@ -174,7 +174,8 @@ Run add_schedule_command(CLI::App& app) {
   sub->add_option("--cost", options->cost,
                   "op costs F:B or F:B:W for the simulation (grid, csv, svg), per micro-batch "
                   "through 1/D of the model. A doubled forward costs 2F, a halved backward B/2; "
-                  "zb-h1, zb-v and dualpipev split B into I = B - W and W (I = W = B/2 without W). "
+                  "zb-h1, zb-v, dualpipev, chimera-zb and bitpipe-zb split B into I = B - W and W "
+                  "(I = W = B/2 without W). "
                   "Default 1:1");
   sub->add_option("--allreduce", options->allreduce,
                   "time to move one stage's gradient once, in --cost units (default 0: no "

@@ -27,7 +27,9 @@ std::vector<Row> comparison_rows(int D, int N, int v) {
           row("chimera direct", "chimera", "direct"),
           row("chimera doubling", "chimera", "doubling"),
           row("chimera halving", "chimera", "halving"),
-          row("chimera direct, 4 pipes", "chimera", "direct", 4)};
+          row("chimera direct, 4 pipes", "chimera", "direct", 4),
+          row("bitpipe", "bitpipe"),
+          row("bitpipe-zb", "bitpipe-zb")};
 }
 
 }  // namespace
@@ -36,9 +38,9 @@ std::string render_comparison(int D, int N, int virtual_stages) {
   const Costs equal = Costs::forward_backward(1, 1);
   const Costs double_backward = Costs::forward_backward(1, 2);
   std::string out = fmt::format(
-      "Schemes for D={} stages, N={} micro-batches. Makespan in units of F; zb-h1, zb-v and "
-      "dualpipev split B into I = W = B/2.\nPeak activations in micro-batches per worker, weights "
-      "in stages of 1/D of the model per worker.\n\n",
+      "Schemes for D={} stages, N={} micro-batches. Makespan in units of F; zb-h1, zb-v, "
+      "dualpipev and bitpipe-zb split B into I = W = B/2.\nPeak activations in micro-batches per "
+      "worker, weights in stages of 1/D of the model per worker.\n\n",
       D, N);
   const auto header =
       fmt::format("{:<26} {:>10} {:>8} {:>11} {:>8}  {:>10}  {:>7}\n", "scheme", "F=B: time",

@@ -31,6 +31,8 @@ std::vector<Schedule> sample_schedules() {
       out.push_back(make_schedule(request("chimera", D, N, "direct")));
       out.push_back(make_schedule(request("chimera", D, N, "halving")));
       if ((N / 2) % 2 == 0) out.push_back(make_schedule(request("chimera", D, N, "doubling")));
+      out.push_back(make_schedule(request("bitpipe", D, N)));
+      out.push_back(make_schedule(request("bitpipe-zb", D, N)));
     }
   }
   out.push_back(make_schedule(request("chimera", 8, 16, "direct", 4)));

@@ -85,32 +85,11 @@ class ConvertingGemm : public Bf16Gemm {
 
   bool multiplies_bf16_bits() const final { return std::is_same_v<Element, Bf16Bits>; }
 
-  void gemm_bf16_a(Trans trans_a, Trans trans_b, Index m, Index n, Index k, float alpha,
-                   const Bf16Bits* a, Index lda, const float* b, Index ldb, float beta, float* c,
-                   Index ldc) final {
-    if constexpr (std::is_same_v<Element, Bf16Bits>) {
-      gemm_converted_a(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-    } else {
-      Bf16Gemm::gemm_bf16_a(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-    }
-  }
-
-  void gemm_rounded_a(Trans trans_a, Trans trans_b, Index m, Index n, Index k, float alpha,
-                      const float* a, Index lda, const float* b, Index ldb, float beta, float* c,
-                      Index ldc) final {
-    if constexpr (std::is_same_v<Element, float>) {
-      gemm_converted_a(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-    } else {
-      Bf16Gemm::gemm_rounded_a(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-    }
-  }
-
  protected:
   virtual void compute(Trans trans_a, Trans trans_b, Index m, Index n, Index k, float alpha,
                        const Element* a, Index lda, const Element* b, Index ldb, float beta,
                        float* c, Index ldc, bool team) = 0;
 
- private:
   // gemm() with A converted by the caller; on the team.
   void gemm_converted_a(Trans trans_a, Trans trans_b, Index m, Index n, Index k, float alpha,
                         const Element* a, Index lda, const float* b, Index ldb, float beta,
@@ -121,6 +100,7 @@ class ConvertingGemm : public Bf16Gemm {
     compute(trans_a, trans_b, m, n, k, alpha, a, lda, b_converted, b_cols, beta, c, ldc, true);
   }
 
+ private:
   void convert(Element* dst, const float* src, Index rows, Index cols, Index ld, bool team) {
     // Timed for profiles where one thread accounts for it (attention heads convert inside
     // their parallel region and count as attention).
@@ -187,6 +167,12 @@ class EmulatedBf16Gemm final : public ConvertingGemm<float> {
            fp32_gemm_description() + "): " + bf16_note_;
   }
 
+  void gemm_rounded_a(Trans trans_a, Trans trans_b, Index m, Index n, Index k, float alpha,
+                      const float* a, Index lda, const float* b, Index ldb, float beta, float* c,
+                      Index ldc) override {
+    gemm_converted_a(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  }
+
  protected:
   void compute(Trans trans_a, Trans trans_b, Index m, Index n, Index k, float alpha, const float* a,
                Index lda, const float* b, Index ldb, float beta, float* c, Index ldc,
@@ -209,6 +195,12 @@ class OnednnBf16Gemm final : public ConvertingGemm<Bf16Bits> {
   std::string description() const override {
     const std::string engine = "bf16 GEMMs on " + OnednnMatmul::description();
     return bf16_note_.empty() ? engine : engine + ": " + bf16_note_;
+  }
+
+  void gemm_bf16_a(Trans trans_a, Trans trans_b, Index m, Index n, Index k, float alpha,
+                   const Bf16Bits* a, Index lda, const float* b, Index ldb, float beta, float* c,
+                   Index ldc) override {
+    gemm_converted_a(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   }
 
  protected:

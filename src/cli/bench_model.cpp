@@ -97,14 +97,16 @@ struct GemmLabel {
   std::string fraction;  // "model/sgemm", "model/bf16 GEMM", ...
 };
 
-GemmLabel gemm_label(BackendKind kind, const std::string& precision) {
+GemmLabel gemm_label(BackendKind kind, const std::string& precision, const std::string& engine) {
+  constexpr const char* kFp32Units = "with operands rounded to bf16, then the fp32 GEMM, ";
   if (precision == "fp32") return {"sgemm", "", "model/sgemm"};
   if (precision == "bf16-emulated") {
     // Operands rounded to bf16 on the fp32 units: a test mode, not a speed mode.
-    return {"bf16-emulated GEMM", "with operands rounded to bf16, then the fp32 GEMM, ",
-            "model/bf16-emulated GEMM"};
+    return {"bf16-emulated GEMM", kFp32Units, "model/bf16-emulated GEMM"};
   }
+  // The probe runs on the engine the model's GEMMs run on, so the fraction is against that rate.
   const std::string rate = precision + " GEMM";
+  if (engine == "fp32 units") return {rate, kFp32Units, "model/" + rate};
   return {rate, kind == BackendKind::Cuda ? "through cuBLAS, " : "through oneDNN, ",
           "model/" + rate};
 }
@@ -279,7 +281,8 @@ int run_bench_model(const BenchModelOptions& opt) {
   }
   if (gemm) {
     const double gemm_gflops = gemm->flops() * steps / gemm_s / 1e9;
-    const GemmLabel label = gemm_label(config.runtime.backend, be->gemm_precision());
+    const GemmLabel label =
+        gemm_label(config.runtime.backend, be->gemm_precision(), be->gemm_engine());
     log::info(
         "  {} GFLOP/s  {:9.1f}  ({}^3 {}after each step, same backend and threads): {} = {:.2f}",
         label.rate, gemm_gflops, opt.sgemm_size, label.how, label.fraction,

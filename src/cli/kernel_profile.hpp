@@ -36,6 +36,7 @@ class ProfilingBackend final : public backend::Backend {
 
   std::string description() const override { return inner_.description(); }
   std::string gemm_precision() const override { return inner_.gemm_precision(); }
+  std::string gemm_engine() const override { return inner_.gemm_engine(); }
   void* allocate(std::size_t bytes) override { return inner_.allocate(bytes); }
   void deallocate(void* ptr) noexcept override { inner_.deallocate(ptr); }
   void copy_from_host(void* dst, const void* src, std::size_t bytes) override;

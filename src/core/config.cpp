@@ -177,8 +177,9 @@ std::vector<Field> fields(Config& c) {
        "GPT-2 tokenizer directory for sample prompts and text (GPT-2's vocabulary only)"},
       {"runtime", "backend", &c.runtime.backend, "compute backend: cpu, cuda"},
       {"runtime", "precision", &c.runtime.precision,
-       "GEMM arithmetic: fp32; bf16 (bf16 operands, fp32 sums; cpu: AMX or AVX-512-BF16 via "
-       "oneDNN, cuda: Ampere+ tensor cores); auto (bf16 where the device has it, else fp32); "
+       "GEMM arithmetic: fp32; bf16 (bf16 operands, fp32 sums; cpu: AMX or AVX-512-BF16, on "
+       "oneDNN or the fp32 units, whichever is faster, cuda: Ampere+ tensor cores); auto (bf16 "
+       "where the device has it, else fp32); "
        "bf16-emulated (cpu, bf16 numerics on fp32 units, for tests); tf32 (cuda)"},
       {"runtime", "messages", &c.runtime.messages,
        "cuda: activations cross ranks as auto, device (CUDA-aware MPI) or host (staged)"},

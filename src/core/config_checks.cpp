@@ -48,10 +48,6 @@ void check_config(const Config& config) {
                   "log.sample_tokens = {} prints a sample with each validation loss: set "
                   "train.eval_every (--eval-every K) too",
                   log.sample_tokens);
-  CHIMERA_REQUIRE(log.sample_tokens == 0 || !parallel.recompute,
-                  "log.sample_tokens = {} needs the last stage's activations, which "
-                  "parallel.recompute = true does not keep: set one of them off",
-                  log.sample_tokens);
   CHIMERA_REQUIRE(train.max_skipped_steps >= 1, "train.max_skipped_steps = {}: must be at least 1",
                   train.max_skipped_steps);
   CHIMERA_REQUIRE(config.checkpoint.save_timeout_s >= 0.0,

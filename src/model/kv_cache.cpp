@@ -26,13 +26,20 @@ Index step_floats(const Dims& d, Index capacity) {
 }  // namespace
 
 CachedDecoder::CachedDecoder(GPT2Worker& worker, int capacity)
+    : CachedDecoder(worker, capacity, 0) {
+  CHIMERA_CHECK(last_, "a cached decoder of the whole model needs one worker holding all of it");
+}
+
+CachedDecoder::CachedDecoder(GPT2Worker& worker, int capacity, int stage)
     : worker_(worker),
       be_(worker.backend()),
       d_(worker.dims()),
-      layers_(worker.config().n_layer),
+      stage_(stage),
+      last_(stage == worker.layout().partition().num_stages() - 1),
+      first_block_(worker.layout().partition().first_block(stage)),
+      layers_(worker.layout().partition().num_blocks(stage)),
       capacity_(capacity) {
-  CHIMERA_CHECK(worker.layout().partition().num_stages() == 1 && worker.holds(0),
-                "a cached decoder needs one worker holding the whole model");
+  CHIMERA_CHECK(worker.holds(stage), "a cached decoder of stage {} on a worker without it", stage);
   CHIMERA_CHECK(capacity >= 1 && capacity <= worker.config().n_ctx,
                 "cache of {} positions, the model's n_ctx is {}", capacity, worker.config().n_ctx);
   const Index cap = capacity;
@@ -44,12 +51,24 @@ CachedDecoder::CachedDecoder(GPT2Worker& worker, int capacity)
   token_ = backend::DeviceBuffer(be_, static_cast<std::size_t>(cap) * sizeof(std::int32_t));
 }
 
+void CachedDecoder::prefill(std::span<const std::int32_t> tokens, std::span<float> logits) {
+  prefill_stage(tokens, nullptr, static_cast<Index>(tokens.size()), nullptr, logits);
+}
+
+void CachedDecoder::append(std::int32_t token, std::span<float> logits) {
+  append_stage(token, nullptr, nullptr, logits);
+}
+
+const float* CachedDecoder::params() const {
+  return worker_.params(stage_).data;
+}
+
 float* CachedDecoder::layer_cache(int layer) const {
   return cache_.f32() + static_cast<Index>(layer) * capacity_ * 3 * d_.C;
 }
 
 HeadWeights CachedDecoder::head_weights() const {
-  const float* p = worker_.params(0).data;
+  const float* p = params();
   return {worker_.tied_params().data, p + worker_.layout().ln_f_weight_offset(),
           p + worker_.layout().ln_f_bias_offset()};
 }
@@ -66,23 +85,29 @@ void CachedDecoder::read_logits(const float* x, std::span<float> logits) {
   be_.copy_to_host(logits.data(), out, logits.size_bytes());
 }
 
-void CachedDecoder::prefill(std::span<const std::int32_t> tokens, std::span<float> logits) {
-  const auto P = static_cast<Index>(tokens.size());
+void CachedDecoder::prefill_stage(std::span<const std::int32_t> tokens, const float* in, Index P,
+                                  float* out, std::span<float> logits) {
   CHIMERA_CHECK(P >= 1 && P <= capacity_, "a prefill of {} tokens into a cache of {}", P,
                 capacity_);
-  for (const std::int32_t t : tokens) {
-    CHIMERA_REQUIRE(t >= 0 && t < d_.V, "token {} is outside the model's vocabulary [0, {})", t,
-                    d_.V);
-  }
   const Dims d{1, P, d_.C, d_.H, d_.V, d_.Vp};
   const Index PC = P * d.C;
   float* x[2] = {prefill_.f32(), prefill_.f32() + capacity_ * d.C};
   float* r = prefill_.f32() + 2 * capacity_ * d.C;
-  const float* params = worker_.params(0).data;
-  be_.copy_from_host(token_.data(), tokens.data(), tokens.size_bytes());
-  be_.embedding_forward(x[0], static_cast<const std::int32_t*>(token_.data()),
-                        worker_.tied_params().data, params + worker_.layout().wpe_offset(), 1, P,
-                        d.C);
+  const float* params = this->params();
+  if (first()) {
+    CHIMERA_CHECK(static_cast<Index>(tokens.size()) == P,
+                  "a prefill of {} positions from {} tokens", P, tokens.size());
+    for (const std::int32_t t : tokens) {
+      CHIMERA_REQUIRE(t >= 0 && t < d_.V, "token {} is outside the model's vocabulary [0, {})", t,
+                      d_.V);
+    }
+    be_.copy_from_host(token_.data(), tokens.data(), tokens.size_bytes());
+    be_.embedding_forward(x[0], static_cast<const std::int32_t*>(token_.data()),
+                          worker_.tied_params().data, params + worker_.layout().wpe_offset(), 1, P,
+                          d.C);
+  } else {
+    be_.copy(x[0], in, static_cast<std::size_t>(PC) * sizeof(float));
+  }
   for (int l = 0; l < layers_; ++l) {
     // The block's q|k|v rows go straight into its cache; everything else is scratch.
     float* next = r;
@@ -105,18 +130,22 @@ void CachedDecoder::prefill(std::span<const std::int32_t> tokens, std::span<floa
     a.fc = take(4 * PC);
     a.fc_gelu = take(4 * PC);
     a.out = x[(l + 1) % 2];
-    block_forward(be_, d, worker_.layout().block<const float>(params, l), x[l % 2], a);
+    block_forward(be_, d, worker_.layout().block<const float>(params, first_block_ + l), x[l % 2],
+                  a);
   }
   positions_ = static_cast<int>(P);
-  read_logits(x[layers_ % 2] + (P - 1) * d.C, logits);
+  if (last_) {
+    read_logits(x[layers_ % 2] + (P - 1) * d.C, logits);
+  } else {
+    be_.copy(out, x[layers_ % 2], static_cast<std::size_t>(PC) * sizeof(float));
+  }
 }
 
-void CachedDecoder::append(std::int32_t token, std::span<float> logits) {
+void CachedDecoder::append_stage(std::int32_t token, const float* in, float* out,
+                                 std::span<float> logits) {
   CHIMERA_CHECK(positions_ >= 1 && positions_ < capacity_,
                 "append at position {} of a cache of {} (prefill first; rebuild when full)",
                 positions_, capacity_);
-  CHIMERA_REQUIRE(token >= 0 && token < d_.V, "token {} is outside the model's vocabulary [0, {})",
-                  token, d_.V);
   const Index C = d_.C, H = d_.H, hs = C / H, pos = positions_, L = pos + 1;
   float* s = step_.f32();
   float* x = s;
@@ -128,14 +157,20 @@ void CachedDecoder::append(std::int32_t token, std::span<float> logits) {
   float* fc_gelu = s + 9 * C;
   float* stats = s + 14 * C;
   float* scores = stats + 16;  // [H, L]
-  const float* params = worker_.params(0).data;
-  be_.copy_from_host(token_.data(), &token, sizeof token);
-  be_.embedding_forward(x, static_cast<const std::int32_t*>(token_.data()),
-                        worker_.tied_params().data,
-                        params + worker_.layout().wpe_offset() + pos * C, 1, 1, C);
+  const float* params = this->params();
+  if (first()) {
+    CHIMERA_REQUIRE(token >= 0 && token < d_.V,
+                    "token {} is outside the model's vocabulary [0, {})", token, d_.V);
+    be_.copy_from_host(token_.data(), &token, sizeof token);
+    be_.embedding_forward(x, static_cast<const std::int32_t*>(token_.data()),
+                          worker_.tied_params().data,
+                          params + worker_.layout().wpe_offset() + pos * C, 1, 1, C);
+  } else {
+    be_.copy(x, in, static_cast<std::size_t>(C) * sizeof(float));
+  }
   const float scale = 1.0F / std::sqrt(static_cast<float>(hs));
   for (int l = 0; l < layers_; ++l) {
-    const BlockWeights w = worker_.layout().block<const float>(params, l);
+    const BlockWeights w = worker_.layout().block<const float>(params, first_block_ + l);
     float* cache = layer_cache(l);
     float* qkv = cache + pos * 3 * C;  // this position's row of the cache
     be_.layernorm_forward(ln_1, stats, stats + 1, x, w.ln_1_weight, w.ln_1_bias, 1, C);
@@ -158,7 +193,11 @@ void CachedDecoder::append(std::int32_t token, std::span<float> logits) {
     linear_forward(be_, x, fc_gelu, w.mlp_c_proj_weight, w.mlp_c_proj_bias, x2, 1, 4 * C, C);
   }
   positions_ = static_cast<int>(L);
-  read_logits(x, logits);
+  if (last_) {
+    read_logits(x, logits);
+  } else {
+    be_.copy(out, x, static_cast<std::size_t>(C) * sizeof(float));
+  }
 }
 
 }  // namespace chimera::model

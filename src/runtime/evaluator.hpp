@@ -19,6 +19,7 @@
 #include "chimera/runtime/run_plan.hpp"
 #include "chimera/schedule/program.hpp"
 #include "executor.hpp"
+#include "generation_stage_compute.hpp"
 #include "inference_stage_compute.hpp"
 #include "message_staging.hpp"
 #include "schedule_batches.hpp"
@@ -39,12 +40,13 @@ class Evaluator {
   // the validation transport (collective over each pipeline group).
   double evaluate();
 
-  // Continues `prompt` by `count` tokens with replica 0's pipeline group: for each new token,
-  // the window (the last T = data.seq_len tokens) goes through the first pipe's stages as row 0
-  // of one micro-batch, the last stage's worker picks the token and broadcasts it to the group.
-  // So a sample costs `count` forwards of one micro-batch, stage after stage, and nothing on the
-  // other replicas, which return at once. Returns the tokens on the ranks of replica 0 (empty
-  // elsewhere). The model must keep its activations (no parallel.recompute).
+  // Continues `prompt` by `count` tokens with replica 0's pipeline group, each stage keeping the
+  // keys and values of its blocks: the window (the last T = data.seq_len tokens) goes through
+  // the first pipe's stages once (a prefill, [P, C] messages), then each new token as one
+  // position ([C] messages); the last stage's worker picks each token and broadcasts it to the
+  // group. When the window is full, the next token prefills it again from its last T tokens.
+  // Nothing runs on the other replicas, which return at once. Returns the tokens on the ranks of
+  // replica 0 (empty elsewhere).
   std::vector<std::int32_t> sample(std::span<const std::int32_t> prompt, int count,
                                    model::TokenSampler& sampler);
 
@@ -56,17 +58,20 @@ class Evaluator {
     comm::MpiTransport transport;
     Executor executor;
     Pass(schedule::Schedule s, const RunPlan& plan, const comm::Communicators& comms,
-         comm::WaitPolicy wait_policy, InferenceStageCompute& compute);
+         comm::WaitPolicy wait_policy, StageCompute& compute);
   };
 
-  Pass& pass(std::unique_ptr<Pass>& pass, schedule::Schedule (*make)(const schedule::Schedule&));
+  Pass& pass(std::unique_ptr<Pass>& pass, schedule::Schedule (*make)(const schedule::Schedule&),
+             StageCompute& compute);
 
   const RunPlan& plan_;
   model::GPT2Worker& worker_;
   const comm::Communicators& comms_;
   comm::WaitPolicy wait_policy_;
   InferenceStageCompute compute_;
-  std::unique_ptr<Pass> validation_, generation_;
+  GenerationCaches caches_;
+  GenerationStageCompute prefill_compute_, append_compute_;
+  std::unique_ptr<Pass> validation_, prefill_, append_;
   ScheduleBatches batches_;  // the validation schedule reads the training one's micro-batches
   std::optional<data::TokenDataset> dataset_;
 };

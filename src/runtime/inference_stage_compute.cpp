@@ -16,7 +16,6 @@ float InferenceStageCompute::forward(int stage, int mb, const float* in, const s
   const int slot = kSlotBase + mb;
   // No backward follows: the loss only, no gradient.
   const float loss = model_.forward(stage, slot, in, tokens, targets, out, 0.0F);
-  if (targets != nullptr && at_last_) at_last_(slot);  // only the last stage reads targets
   worker_.release(stage, slot);
   return loss;
 }

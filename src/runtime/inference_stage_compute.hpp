@@ -1,9 +1,6 @@
 #pragma once
-// StageCompute for evaluation and text generation: the model's forward (through RealStageCompute)
-// on micro-batch slots of its own, keeping nothing for a backward. On the last stage, an optional
-// hook sees the slot between the forward and its release (to read logits).
-#include <functional>
-
+// StageCompute for evaluation: the model's forward (through RealStageCompute) on micro-batch
+// slots of its own, keeping nothing for a backward. (Text samples: generation_stage_compute.hpp.)
 #include "real_stage_compute.hpp"
 
 namespace chimera::runtime {
@@ -12,9 +9,6 @@ class InferenceStageCompute final : public StageCompute {
  public:
   InferenceStageCompute(model::GPT2Worker& worker, MessageStaging& staging)
       : worker_(worker), model_(worker, staging) {}
-
-  // Runs on the last stage after each forward with the worker's slot of that micro-batch.
-  void set_at_last(std::function<void(int slot)> at_last) { at_last_ = std::move(at_last); }
 
   std::size_t message_floats() const override { return model_.message_floats(); }
   float* allocate_message() override { return model_.allocate_message(); }
@@ -35,7 +29,6 @@ class InferenceStageCompute final : public StageCompute {
 
   model::GPT2Worker& worker_;
   RealStageCompute model_;
-  std::function<void(int slot)> at_last_;
 };
 
 }  // namespace chimera::runtime

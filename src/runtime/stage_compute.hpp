@@ -2,7 +2,8 @@
 // What the executor asks of the stages a worker holds: forward and backward of one model stage
 // for one micro-batch. Implementations named by what differs: RealStageCompute (GPT-2 stages on a
 // backend), EmulatedStageCompute (timed waits of the configured F/B costs, for timing schedules
-// at scale on a laptop) and InferenceStageCompute (forward only, for validation and sampling).
+// at scale on a laptop), InferenceStageCompute (forward only, for validation) and
+// GenerationStageCompute (text samples, with each stage's key/value cache).
 // Message pointers are memory from allocate_message(), owned by the executor; an implementation
 // copies what it keeps.
 #include <cstddef>

@@ -85,6 +85,9 @@ class Backend {
   // The arithmetic of its GEMMs, runtime.precision with "auto" resolved: "fp32", "tf32", "bf16"
   // or "bf16-emulated" (a benchmark names the GEMM rate it prints with it).
   virtual std::string gemm_precision() const { return "fp32"; }
+  // Where the GEMMs at a bf16 precision run, when a backend has two ways: "oneDNN" or "fp32
+  // units" (operands rounded to bf16, then the fp32 GEMM) on the CPU; empty where it has one.
+  virtual std::string gemm_engine() const { return {}; }
 
   // --- memory (bytes; allocations are aligned to at least 64 bytes) -------------------------
   virtual void* allocate(std::size_t bytes) = 0;

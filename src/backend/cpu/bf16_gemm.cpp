@@ -5,8 +5,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <map>
+#include <string_view>
 #include <tuple>
+#include <utility>
 
 #include "bf16.hpp"
 #include "chimera/core/error.hpp"
@@ -46,6 +49,11 @@ void Bf16Gemm::gemm_bf16_a(Trans, Trans, Index, Index, Index, float, const Bf16B
   CHIMERA_CHECK(false, "{} take no bf16 operands", description());
 }
 
+void Bf16Gemm::gemm_rounded_a(Trans, Trans, Index, Index, Index, float, const float*, Index,
+                              const float*, Index, float, float*, Index) {
+  CHIMERA_CHECK(false, "{} take no rounded fp32 operands", description());
+}
+
 int Bf16Gemm::weight_range(const float* src, Index rows, Index cols, Index ld) const {
   if (rows == 0 || cols == 0) return -1;
   const auto* begin = reinterpret_cast<const std::byte*>(src);
@@ -77,23 +85,20 @@ class ConvertingGemm : public Bf16Gemm {
 
   bool multiplies_bf16_bits() const final { return std::is_same_v<Element, Bf16Bits>; }
 
-  void gemm_bf16_a(Trans trans_a, Trans trans_b, Index m, Index n, Index k, float alpha,
-                   const Bf16Bits* a, Index lda, const float* b, Index ldb, float beta, float* c,
-                   Index ldc) final {
-    if constexpr (std::is_same_v<Element, Bf16Bits>) {
-      const Index b_rows = trans_b == Trans::No ? k : n, b_cols = trans_b == Trans::No ? n : k;
-      thread_local Scratch<Element> b_scratch;
-      const Element* b_converted = operand(b, b_rows, b_cols, ldb, b_scratch, true);
-      compute(trans_a, trans_b, m, n, k, alpha, a, lda, b_converted, b_cols, beta, c, ldc, true);
-    } else {
-      Bf16Gemm::gemm_bf16_a(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-    }
-  }
-
  protected:
   virtual void compute(Trans trans_a, Trans trans_b, Index m, Index n, Index k, float alpha,
                        const Element* a, Index lda, const Element* b, Index ldb, float beta,
                        float* c, Index ldc, bool team) = 0;
+
+  // gemm() with A converted by the caller; on the team.
+  void gemm_converted_a(Trans trans_a, Trans trans_b, Index m, Index n, Index k, float alpha,
+                        const Element* a, Index lda, const float* b, Index ldb, float beta,
+                        float* c, Index ldc) {
+    const Index b_rows = trans_b == Trans::No ? k : n, b_cols = trans_b == Trans::No ? n : k;
+    thread_local Scratch<Element> b_scratch;
+    const Element* b_converted = operand(b, b_rows, b_cols, ldb, b_scratch, true);
+    compute(trans_a, trans_b, m, n, k, alpha, a, lda, b_converted, b_cols, beta, c, ldc, true);
+  }
 
  private:
   void convert(Element* dst, const float* src, Index rows, Index cols, Index ld, bool team) {
@@ -152,9 +157,20 @@ class ConvertingGemm : public Bf16Gemm {
 
 class EmulatedBf16Gemm final : public ConvertingGemm<float> {
  public:
+  explicit EmulatedBf16Gemm(std::string bf16_note) : bf16_note_(std::move(bf16_note)) {}
   std::string description() const override {
-    return "bf16 GEMMs emulated (operands rounded to bf16, then fp32 GEMMs on " +
-           fp32_gemm_description() + ")";
+    if (bf16_note_.empty()) {
+      return "bf16 GEMMs emulated (operands rounded to bf16, then fp32 GEMMs on " +
+             fp32_gemm_description() + ")";
+    }
+    return "bf16 GEMMs on the fp32 units (operands rounded to bf16, then fp32 GEMMs on " +
+           fp32_gemm_description() + "): " + bf16_note_;
+  }
+
+  void gemm_rounded_a(Trans trans_a, Trans trans_b, Index m, Index n, Index k, float alpha,
+                      const float* a, Index lda, const float* b, Index ldb, float beta, float* c,
+                      Index ldc) override {
+    gemm_converted_a(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   }
 
  protected:
@@ -167,13 +183,24 @@ class EmulatedBf16Gemm final : public ConvertingGemm<float> {
       gemm_single_thread(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     }
   }
+
+ private:
+  std::string bf16_note_;
 };
 
 class OnednnBf16Gemm final : public ConvertingGemm<Bf16Bits> {
  public:
-  OnednnBf16Gemm() : matmul_(OperandType::Bf16) {}
+  explicit OnednnBf16Gemm(std::string bf16_note)
+      : matmul_(OperandType::Bf16), bf16_note_(std::move(bf16_note)) {}
   std::string description() const override {
-    return "bf16 GEMMs on " + OnednnMatmul::description();
+    const std::string engine = "bf16 GEMMs on " + OnednnMatmul::description();
+    return bf16_note_.empty() ? engine : engine + ": " + bf16_note_;
+  }
+
+  void gemm_bf16_a(Trans trans_a, Trans trans_b, Index m, Index n, Index k, float alpha,
+                   const Bf16Bits* a, Index lda, const float* b, Index ldb, float beta, float* c,
+                   Index ldc) override {
+    gemm_converted_a(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   }
 
  protected:
@@ -186,13 +213,83 @@ class OnednnBf16Gemm final : public ConvertingGemm<Bf16Bits> {
 
  private:
   OnednnMatmul matmul_;
+  std::string bf16_note_;
 };
+
+// GFLOP/s of an n^3 GEMM on each engine, the best of three runs after a warm-up, the engines
+// taking turns so that other jobs on the machine slow both alike. The operands are registered
+// weights, converted once in the warm-up, as the bench's GEMM probe has them.
+std::pair<double, double> probe_gflops(Bf16Gemm& first, Bf16Gemm& second, Index n) {
+  std::vector<float> a(static_cast<std::size_t>(n * n)), b(a.size()), c(a.size());
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    a[i] = static_cast<float>(static_cast<int>(i % 61) - 30) / 32.0F;
+    b[i] = static_cast<float>(static_cast<int>(i % 53) - 26) / 32.0F;
+  }
+  double best[2] = {0, 0};
+  Bf16Gemm* engines[2] = {&first, &second};
+  for (Bf16Gemm* engine : engines) {
+    engine->register_weights(a.data(), n * n);
+    engine->register_weights(b.data(), n * n);
+  }
+  for (int run = 0; run < 4; ++run) {
+    for (int e = 0; e < 2; ++e) {
+      const auto start = std::chrono::steady_clock::now();
+      engines[e]->gemm(Trans::No, Trans::No, n, n, n, 1.0F, a.data(), n, b.data(), n, 0.0F,
+                       c.data(), n, true);
+      const double s =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      if (run > 0) best[e] = best[e] == 0 ? s : std::min(best[e], s);
+    }
+  }
+  for (Bf16Gemm* engine : engines) {
+    engine->forget(a.data(), a.size() * sizeof(float));
+    engine->forget(b.data(), b.size() * sizeof(float));
+  }
+  const double flops =
+      2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n);
+  return {flops / best[0] / 1e9, flops / best[1] / 1e9};
+}
+
+Bf16Gemm::Choice probe_engines() {
+  if (OnednnMatmul::runs_amx()) {
+    return {Bf16Gemm::Kind::OneDnn, "AMX (no probe: its tiles outrun the fp32 units)"};
+  }
+  constexpr Index n = 1024;
+  OnednnBf16Gemm onednn({});
+  EmulatedBf16Gemm fp32({});
+  const auto [onednn_rate, fp32_rate] = probe_gflops(onednn, fp32, n);
+  if (onednn_rate >= fp32_rate) {
+    return {Bf16Gemm::Kind::OneDnn,
+            fmt::format("faster here than the fp32 units ({}^3: {:.0f} against {:.0f} GFLOP/s)", n,
+                        onednn_rate, fp32_rate)};
+  }
+  return {
+      Bf16Gemm::Kind::Emulated,
+      fmt::format("faster here than oneDNN's bf16 kernels ({}^3: {:.0f} against {:.0f} GFLOP/s)", n,
+                  fp32_rate, onednn_rate)};
+}
 
 }  // namespace
 
-std::unique_ptr<Bf16Gemm> Bf16Gemm::make(Kind kind) {
-  if (kind == Kind::Emulated) return std::make_unique<EmulatedBf16Gemm>();
-  return std::make_unique<OnednnBf16Gemm>();
+Bf16Gemm::Choice Bf16Gemm::choose_for_bf16() {
+  if (const char* env = std::getenv("CHIMERA_CPU_BF16_GEMM"); env != nullptr && *env != '\0') {
+    const std::string_view name(env);
+    if (name == "onednn") return {Kind::OneDnn, "CHIMERA_CPU_BF16_GEMM=onednn"};
+    if (name == "fp32") return {Kind::Emulated, "CHIMERA_CPU_BF16_GEMM=fp32"};
+    throw InputError(fmt::format(
+        "CHIMERA_CPU_BF16_GEMM={}: unknown bf16 GEMM engine (onednn or fp32; unset: the faster "
+        "of the two on this CPU)",
+        name));
+  }
+  // Both engines must be able to run before the probe times them.
+  if (const auto why = OnednnMatmul::unsupported(OperandType::Bf16)) throw InputError(*why);
+  static const Choice probed = probe_engines();
+  return probed;
+}
+
+std::unique_ptr<Bf16Gemm> Bf16Gemm::make(Kind kind, std::string bf16_note) {
+  if (kind == Kind::Emulated) return std::make_unique<EmulatedBf16Gemm>(std::move(bf16_note));
+  return std::make_unique<OnednnBf16Gemm>(std::move(bf16_note));
 }
 
 }  // namespace chimera::backend::cpu

@@ -23,9 +23,11 @@ CpuBackend::CpuBackend(CpuPrecision precision, std::string note)
     : precision_(precision), note_(std::move(note)) {
   select_blis_kernels();
   fp32_gemm_engine();  // an unknown CHIMERA_CPU_GEMM fails here, not in the first GEMM
-  if (precision != CpuPrecision::Fp32) {
-    bf16_ = Bf16Gemm::make(precision == CpuPrecision::Bf16 ? Bf16Gemm::Kind::OneDnn
-                                                           : Bf16Gemm::Kind::Emulated);
+  if (precision == CpuPrecision::Bf16) {
+    auto [kind, why] = Bf16Gemm::choose_for_bf16();
+    bf16_ = Bf16Gemm::make(kind, std::move(why));
+  } else if (precision == CpuPrecision::Bf16Emulated) {
+    bf16_ = Bf16Gemm::make(Bf16Gemm::Kind::Emulated);
   }
 }
 
@@ -47,6 +49,11 @@ std::string CpuBackend::gemm_precision() const {
       break;
   }
   return "fp32";
+}
+
+std::string CpuBackend::gemm_engine() const {
+  if (!bf16_) return {};
+  return bf16_->multiplies_bf16_bits() ? "oneDNN" : "fp32 units";
 }
 
 void CpuBackend::register_weights(const float* data, Index n) {

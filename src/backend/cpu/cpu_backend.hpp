@@ -24,6 +24,7 @@ class CpuBackend final : public Backend {
 
   std::string description() const override;
   std::string gemm_precision() const override;
+  std::string gemm_engine() const override;
 
   void* allocate(std::size_t bytes) override;
   void deallocate(void* ptr) noexcept override;
@@ -74,7 +75,7 @@ class CpuBackend final : public Backend {
   void softmax_cross_entropy_backward(float* probs, const std::int32_t* targets, Index N,
                                       Index ld) override;
   void softmax_rows(float* x, Index N, Index V, Index ld) override;
-  // bf16 on oneDNN: each row of the gradient converted once, for both GEMMs (cpu_softmax.cpp).
+  // bf16: each row of the gradient rounded once, for both GEMMs (cpu_softmax.cpp).
   void lm_head_cross_entropy(float* losses, float* dx, float* dwte, const float* x,
                              const float* wte, const std::int32_t* targets, Index N, Index C,
                              Index V, float grad_scale, float* logits, Index ld,

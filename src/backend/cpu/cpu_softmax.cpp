@@ -47,21 +47,24 @@ void CpuBackend::softmax_cross_entropy_backward(float* probs, const std::int32_t
   for (Index r = 0; r < N; ++r) probs[r * ld + targets[r]] -= 1.0F;
 }
 
-// With bf16 GEMMs on oneDNN, each row of the logits' gradient is converted to bf16 in the pass
-// that computes it, while the row is in cache, and both GEMMs that read it take those bits: the
-// default converts the whole chunk again for each of them (two more passes over [rows, V] each).
-// The bits, and so the results, are those of the default.
+// With bf16 GEMMs, each row of the logits' gradient is rounded to bf16 in the pass that computes
+// it, while the row is in cache, and both GEMMs that read it take those values: the default
+// rounds the whole chunk again for each of them (two more passes over [rows, V] each). On oneDNN
+// the row becomes bf16 bits; on the fp32 units it is rounded in place. The bits, and so the
+// results, are those of the default.
 void CpuBackend::lm_head_cross_entropy(float* losses, float* dx, float* dwte, const float* x,
                                        const float* wte, const std::int32_t* targets, Index N,
                                        Index C, Index V, float grad_scale, float* logits, Index ld,
                                        Index chunk_rows) {
-  if (!bf16_ || !bf16_->multiplies_bf16_bits() || grad_scale == 0.0F) {
+  if (!bf16_ || grad_scale == 0.0F) {
     Backend::lm_head_cross_entropy(losses, dx, dwte, x, wte, targets, N, C, V, grad_scale, logits,
                                    ld, chunk_rows);
     return;
   }
+  const bool bits = bf16_->multiplies_bf16_bits();
   thread_local Scratch<Bf16Bits> gradient;
-  Bf16Bits* dlogits = gradient.get(static_cast<std::size_t>(std::min(chunk_rows, N) * V));
+  Bf16Bits* dlogits =
+      bits ? gradient.get(static_cast<std::size_t>(std::min(chunk_rows, N) * V)) : nullptr;
   for (Index begin = 0; begin < N; begin += chunk_rows) {
     const Index rows = std::min(chunk_rows, N - begin);
     const float* x_rows = x + begin * C;
@@ -73,13 +76,23 @@ void CpuBackend::lm_head_cross_entropy(float* losses, float* dx, float* dwte, co
       const float target_logit = row[target];
       losses[begin + r] = softmax_row(row, V) - target_logit;
       row[target] -= 1.0F;
-      convert_to_bf16(dlogits + r * V, row, 1, V, V, false);
+      if (bits) {
+        convert_to_bf16(dlogits + r * V, row, 1, V, V, false);
+      } else {
+        round_to_bf16(row, row, 1, V, V, false);
+      }
     }
-    bf16_->gemm_bf16_a(Trans::No, Trans::No, rows, C, V, grad_scale, dlogits, V, wte, C, 0.0F,
-                       dx + begin * C, C);
-    bf16_->gemm_bf16_a(Trans::Yes, Trans::No, V, C, rows, grad_scale, dlogits, V, x_rows, C, 1.0F,
-                       dwte, C);
+    if (bits) {
+      bf16_->gemm_bf16_a(Trans::No, Trans::No, rows, C, V, grad_scale, dlogits, V, wte, C, 0.0F,
+                         dx + begin * C, C);
+      bf16_->gemm_bf16_a(Trans::Yes, Trans::No, V, C, rows, grad_scale, dlogits, V, x_rows, C, 1.0F,
+                         dwte, C);
+    } else {
+      bf16_->gemm_rounded_a(Trans::No, Trans::No, rows, C, V, grad_scale, logits, ld, wte, C, 0.0F,
+                            dx + begin * C, C);
+      bf16_->gemm_rounded_a(Trans::Yes, Trans::No, V, C, rows, grad_scale, logits, ld, x_rows, C,
+                            1.0F, dwte, C);
+    }
   }
 }
-
 }  // namespace chimera::backend::cpu

@@ -133,6 +133,10 @@ bool OnednnMatmul::runs_avx512() {
   return isa_includes(dnnl::get_effective_cpu_isa(), dnnl::cpu_isa::avx512_core);
 }
 
+bool OnednnMatmul::runs_amx() {
+  return isa_includes(dnnl::get_effective_cpu_isa(), dnnl::cpu_isa::avx512_core_amx);
+}
+
 std::string OnednnMatmul::description() {
   const dnnl_version_t* v = dnnl_version();
   return fmt::format("oneDNN {}.{}.{} ({})", v->major, v->minor, v->patch,

@@ -47,6 +47,8 @@ class OnednnMatmul {
 
   // Whether oneDNN's kernels here use AVX-512 (or AMX): where its fp32 GEMMs outrun BLIS's.
   static bool runs_avx512();
+  // Whether its kernels use AMX (bf16 tiles).
+  static bool runs_amx();
   // Why oneDNN cannot run GEMMs with `operands` on this CPU, or nullopt when it can.
   static std::optional<std::string> unsupported(OperandType operands);
   // "oneDNN 2.6.3 (avx512_core_amx)": the version and the ISA its kernels use here.

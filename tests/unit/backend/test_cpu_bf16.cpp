@@ -7,6 +7,7 @@
 
 #include <bit>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <random>
@@ -34,6 +35,39 @@ std::unique_ptr<Backend> cpu_backend(const std::string& precision) {
   options.precision = precision;
   return make_backend(BackendKind::Cpu, options);
 }
+
+// While alive, runtime.precision = bf16 runs on `engine` ("onednn", "fp32"; nullptr: the probe's
+// choice), through CHIMERA_CPU_BF16_GEMM; the variable's earlier value comes back at the end.
+class Bf16EngineSetting {
+ public:
+  explicit Bf16EngineSetting(const char* engine) {
+    const char* now = std::getenv(kName);
+    had_ = now != nullptr;
+    if (had_) saved_ = now;
+    if (engine != nullptr) {
+      setenv(kName, engine, 1);
+    } else {
+      unsetenv(kName);
+    }
+  }
+  ~Bf16EngineSetting() {
+    if (had_) {
+      setenv(kName, saved_.c_str(), 1);
+    } else {
+      unsetenv(kName);
+    }
+  }
+  Bf16EngineSetting(const Bf16EngineSetting&) = delete;
+  Bf16EngineSetting& operator=(const Bf16EngineSetting&) = delete;
+
+ private:
+  static constexpr const char* kName = "CHIMERA_CPU_BF16_GEMM";
+  bool had_ = false;
+  std::string saved_;
+};
+
+// Both engines of runtime.precision = bf16.
+constexpr const char* kBf16Engines[] = {"onednn", "fp32"};
 
 // One GEMM problem with strides, alpha and beta, in one of the four transpose combinations.
 struct Problem {
@@ -112,10 +146,24 @@ TEST(Bf16Gemm, EmulationIsTheFp32GemmOfRoundedOperands) {
 // not the fp32 result (a path that silently ran in fp32 fails here).
 class Bf16GemmPaths : public ::testing::TestWithParam<std::string> {};
 
+void expect_within_the_rounding_bound(const std::string& precision);
+
 TEST_P(Bf16GemmPaths, WithinTheRoundingBoundAndNotFp32) {
   CHIMERA_SKIP_UNLESS_CPU_RUNS(GetParam());
-  auto be = cpu_backend(GetParam());
+  if (GetParam() != "bf16") {
+    expect_within_the_rounding_bound(GetParam());
+    return;
+  }
+  for (const char* engine : kBf16Engines) {  // bf16 on each of its engines
+    const Bf16EngineSetting setting(engine);
+    expect_within_the_rounding_bound("bf16");
+  }
+}
+
+void expect_within_the_rounding_bound(const std::string& precision) {
+  auto be = cpu_backend(precision);
   auto fp32 = cpu_backend("fp32");
+  SCOPED_TRACE(be->description());
   for (const auto& [ta, tb] : all_transposes()) {
     const Problem p(ta, tb, 21);
     const Vec got = p.run(*be);
@@ -131,12 +179,12 @@ TEST_P(Bf16GemmPaths, WithinTheRoundingBoundAndNotFp32) {
         exact = p.alpha * exact + p.beta * c_in;
         const double bound = testing::bf16_gemm_bound(p.alpha, magnitudes, p.beta, c_in, p.k);
         const double err = std::abs(got[static_cast<std::size_t>(i * p.ldc + j)] - exact);
-        ASSERT_LE(err, bound) << GetParam() << " C[" << i << "," << j << "]";
+        ASSERT_LE(err, bound) << precision << " C[" << i << "," << j << "]";
         worst = std::max(worst, err / bound);
       }
     }
     EXPECT_GT(worst, 1e-3) << "errors far below bf16 rounding: were the operands rounded?";
-    EXPECT_NE(got, p.run(*fp32)) << GetParam() << " GEMM is bit-equal to fp32";
+    EXPECT_NE(got, p.run(*fp32)) << precision << " GEMM is bit-equal to fp32";
   }
 }
 
@@ -180,6 +228,7 @@ TEST(Bf16Gemm, EmulationIsThreadIndependent) {
 // threads. (Between thread counts they may differ: oneDNN may split the sums by thread.)
 TEST(Bf16Gemm, OnednnRepeatsItsBitsAtEachThreadCount) {
   CHIMERA_SKIP_UNLESS_CPU_RUNS(std::string("bf16"));
+  const Bf16EngineSetting onednn("onednn");
   auto be = cpu_backend("bf16");
   const int B = 2, T = 64, C = 48, H = 3;
   const Vec qkv = random_vec(static_cast<std::size_t>(B * T * 3 * C), 41);
@@ -204,11 +253,18 @@ TEST(Bf16Gemm, OnednnRepeatsItsBitsAtEachThreadCount) {
   omp_set_num_threads(saved);
 }
 
-// The fused bf16 head (each gradient row converted once, for both GEMMs) gives the bits of the
-// default, which converts the chunk for each GEMM; with registered weights as in the model.
-TEST(Bf16Gemm, FusedHeadGivesTheDefaultsBits) {
-  CHIMERA_SKIP_UNLESS_CPU_RUNS(std::string("bf16"));
-  CpuBackend be(CpuPrecision::Bf16);
+// The fused bf16 head (each gradient row rounded once, for both GEMMs) gives the bits of the
+// default, which rounds the chunk for each GEMM; with registered weights as in the model. On
+// each engine of bf16 (bf16 bits on oneDNN, rounded floats on the fp32 units) and in
+// bf16-emulated.
+class FusedBf16Head : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(FusedBf16Head, GivesTheDefaultsBits) {
+  const bool emulated = GetParam() == "emulated";
+  if (!emulated) CHIMERA_SKIP_UNLESS_CPU_RUNS(std::string("bf16"));
+  const Bf16EngineSetting setting(emulated ? nullptr : GetParam().c_str());
+  CpuBackend be(emulated ? CpuPrecision::Bf16Emulated : CpuPrecision::Bf16);
+  EXPECT_EQ(be.gemm_engine(), GetParam() == "onednn" ? "oneDNN" : "fp32 units");
   const Index N = 70, C = 48, V = 300, ld = 384, chunk = 32;
   const Vec x = random_vec(static_cast<std::size_t>(N * C), 51);
   Vec wte = random_vec(static_cast<std::size_t>(ld * C), 52, 0.3F);
@@ -235,6 +291,47 @@ TEST(Bf16Gemm, FusedHeadGivesTheDefaultsBits) {
   EXPECT_EQ(fused[1], reference[1]) << "dx";
   EXPECT_EQ(fused[2], reference[2]) << "dwte";
   EXPECT_NE(fused[2], Vec(wte.size(), 0.5F));
+}
+
+INSTANTIATE_TEST_SUITE_P(Engines, FusedBf16Head, ::testing::Values("onednn", "fp32", "emulated"));
+
+// runtime.precision = bf16 runs on the engine CHIMERA_CPU_BF16_GEMM names, else on the one the
+// probe found faster, and says which and why. On the fp32 units its bits are bf16-emulated's.
+TEST(Bf16Precision, EngineIsChosenAndNamed) {
+  CHIMERA_SKIP_UNLESS_CPU_RUNS(std::string("bf16"));
+  {
+    const Bf16EngineSetting probe(nullptr);
+    auto be = cpu_backend("bf16");
+    const std::string why = be->description();
+    EXPECT_TRUE(why.find("faster here than") != std::string::npos ||
+                why.find("AMX") != std::string::npos)
+        << why;
+    EXPECT_TRUE(be->gemm_engine() == "oneDNN" || be->gemm_engine() == "fp32 units") << why;
+  }
+  {
+    const Bf16EngineSetting onednn("onednn");
+    EXPECT_EQ(cpu_backend("bf16")->gemm_engine(), "oneDNN");
+  }
+  const Bf16EngineSetting fp32("fp32");
+  auto be = cpu_backend("bf16");
+  EXPECT_EQ(be->gemm_engine(), "fp32 units");
+  EXPECT_EQ(be->gemm_precision(), "bf16");
+  EXPECT_NE(be->description().find("CHIMERA_CPU_BF16_GEMM=fp32"), std::string::npos)
+      << be->description();
+  auto emulated = cpu_backend("bf16-emulated");
+  for (const auto& [ta, tb] : all_transposes()) {
+    const Problem p(ta, tb, 61);
+    EXPECT_EQ(p.run(*be), p.run(*emulated));
+  }
+  const Bf16EngineSetting unknown("amx");
+  try {
+    cpu_backend("bf16");
+    ADD_FAILURE() << "an unknown CHIMERA_CPU_BF16_GEMM was accepted";
+  } catch (const InputError& e) {
+    const std::string message = e.what();
+    EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+    EXPECT_NE(message.find("onednn or fp32"), std::string::npos) << message;
+  }
 }
 
 // Registered weights are converted once, and again after every backend call that writes them.
@@ -325,7 +422,7 @@ TEST(Bf16Precision, RefusedInOneLineWhereTheCpuHasNoBf16Units) {
   if (!why) {
     auto be = cpu_backend("bf16");
     EXPECT_NE(be->description().find("oneDNN"), std::string::npos) << be->description();
-    EXPECT_EQ(cpu_backend("auto")->description().find("fp32 GEMMs"), std::string::npos);
+    EXPECT_EQ(cpu_backend("auto")->gemm_precision(), "bf16");
     GTEST_SKIP() << "this CPU has bf16 units: nothing is refused (bf16 runs: " << be->description()
                  << ")";
   }

@@ -266,8 +266,6 @@ TEST(ConfigChecks, EveryRuleOfTheSetupIsHere) {
         Case{{"checkpoint.dir=x", "checkpoint.keep=0"}, "checkpoint.keep = 0 must be at least 1"},
         Case{{"log.sample_tokens=-1"}, "log.sample_tokens = -1 must be >= 0"},
         Case{{"log.sample_tokens=4"}, "set train.eval_every (--eval-every K) too"},
-        Case{{"log.sample_tokens=4", "train.eval_every=2", "parallel.recompute=true"},
-             "parallel.recompute = true does not keep"},
         Case{{"train.max_skipped_steps=0"}, "train.max_skipped_steps = 0: must be at least 1"},
         Case{{"checkpoint.save_timeout_s=-1"}, "checkpoint.save_timeout_s = -1"},
         Case{{"runtime.watchdog_s=-2"}, "runtime.watchdog_s = -2"}}) {

@@ -134,6 +134,31 @@ TEST_F(CachedGeneration, EveryPositionsLogitsEqualTheWholeWindowsForward) {
   EXPECT_THROW(decoder.append(50, logits), InputError);  // outside the vocabulary
 }
 
+// A pipeline's stages, each with the cache of its own blocks, handing on [P, C] after a prefill
+// and [C] per token: the whole model's logits, bit for bit (the same calls on the same shapes).
+TEST_F(CachedGeneration, StagesWithTheirOwnCachesGiveTheWholeModelsLogits) {
+  GPT2Worker split(*be_, config_, StagePartition({1, 1}), std::vector<int>{0, 1},
+                   GPT2Worker::Options{1, kCtx, false});
+  split.init_parameters(5);
+  CachedDecoder whole(*worker_, kCtx), first(split, kCtx, 0), last(split, kCtx, 1);
+  EXPECT_TRUE(first.first() && !first.last() && !last.first() && last.last());
+  backend::DeviceBuffer message(*be_, static_cast<std::size_t>(kCtx) * 32 * sizeof(float));
+  const std::span<const std::int32_t> all(tokens_);
+  std::vector<float> want(50), got(50);
+  const auto prompt = all.first(5);
+  whole.prefill(prompt, want);
+  first.prefill_stage(prompt, nullptr, 5, message.f32(), {});
+  last.prefill_stage({}, message.f32(), 5, nullptr, got);
+  EXPECT_EQ(got, want) << "prefill";
+  for (std::size_t n = 6; n <= kCtx; ++n) {
+    whole.append(tokens_[n - 1], want);
+    first.append_stage(tokens_[n - 1], nullptr, message.f32(), {});
+    last.append_stage(0, message.f32(), nullptr, got);
+    EXPECT_EQ(got, want) << n << " positions";
+  }
+  EXPECT_EQ(last.positions(), kCtx);
+}
+
 TEST_F(CachedGeneration, GreedyIdsEqualTheNoCachePathPastTheWindow) {
   // A prompt longer than n_ctx (its last n_ctx tokens count), then more tokens than fit.
   for (const std::size_t prompt_length : {std::size_t{3}, std::size_t{20}}) {

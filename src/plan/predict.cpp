@@ -183,6 +183,9 @@ Prediction Predictor::operator()(const Layout& l) {
   costs.alpha = net.alpha_ms;
   costs.beta = net.beta_ms_per_byte;
   costs.binomial_allreduce = net.binomial_allreduce;
+  costs.ranks_per_host = net.ranks_per_host;
+  costs.host_alpha = net.host_alpha_ms;
+  costs.host_beta = net.host_beta_ms_per_byte;
 
   const sched::SimResult ideal = built.simulator.run(free_comm);
   const sched::SimResult sim = built.simulator.run(costs);

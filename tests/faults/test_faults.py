@@ -391,8 +391,9 @@ class HangingRank(FaultCase):
         self.assertNotEqual(r.returncode, 0)
         self.assertLess(took, 30)
         self.assertIn("test hook CHIMERA_TEST_HANG_AT: rank 1 hangs before step 4", r.stdout)
-        self.assertRegex(r.stderr, r"watchdog: rank 0 waited 2\.\d s in recv of the \w+ of stage "
-                                   r"\d, micro-batch \d from rank 1 \(step 4\)")
+        self.assertRegex(r.stderr, r"watchdog: rank 0 waited 2\.\d s, more than runtime\.watchdog_s "
+                                   r"\(2 s\), in recv of the \w+ of stage \d, micro-batch \d "
+                                   r"from rank 1 \(step 4\)")
         # With checkpoint.async (the default) the save of step 3 may still be in flight when
         # rank 1 hangs: the job ends without naming it, and `latest` names the one before.
         self.assertIn(self.assert_newest_checkpoint_sound(temporaries_left=True), (2, 3))

@@ -129,4 +129,10 @@ void wait(MPI_Request& request, const WaitPolicy& policy, bool (*poll)(void*), v
       &w, policy, bell, label);
 }
 
+void barrier(MPI_Comm comm, const WaitPolicy& policy, const WaitLabel& label) {
+  MPI_Request request = MPI_REQUEST_NULL;
+  MPI_CHECK(MPI_Ibarrier(comm, &request));
+  wait(request, policy, nullptr, nullptr, nullptr, label);
+}
+
 }  // namespace chimera::comm

@@ -327,6 +327,12 @@ void Trainer::Impl::run() {
       feed->wait();  // before any other HDF5 call (validation, a save)
       // Reduce, guard, optimizer.
       const double lr = lr_schedule.at(static_cast<int>(step));
+      // Every rank arrives in a watched wait, which answers the probes of a stuck peer, before
+      // the blocking reductions.
+      comm::barrier(world, wait_policy, [&, step] {
+        return fmt::format("the barrier before the reductions of step {}{}", step + 1,
+                           comm::describe_silent_peers(world));
+      });
       watchdog->phase("the reduction of the step's loss and gradient norm over all ranks");
       const LossAndNorm v = reduce_loss_and_norm(world, r, compute->local_grad_squares());
       const NonfiniteGuard::Verdict verdict = guard.judge(v);

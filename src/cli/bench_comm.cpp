@@ -12,6 +12,7 @@
 #include "chimera/comm/mpi.hpp"
 #include "chimera/core/log.hpp"
 #include "chimera/core/timer.hpp"
+#include "chimera/plan/network.hpp"
 
 namespace chimera::cli {
 
@@ -26,24 +27,6 @@ std::vector<std::size_t> sizes_up_to(std::size_t max_bytes) {
   std::vector<std::size_t> out;
   for (std::size_t b = 4; b <= max_bytes; b *= 4) out.push_back(b);
   return out;
-}
-
-// Fit of t = alpha + beta * bytes minimising the *relative* error (weights 1/t^2), so that the
-// microsecond latencies of small messages count as much as the milliseconds of large ones.
-std::pair<double, double> fit_alpha_beta(const std::vector<std::size_t>& bytes,
-                                         const std::vector<double>& seconds) {
-  double sw = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
-  for (std::size_t i = 0; i < bytes.size(); ++i) {
-    const double w = 1.0 / (seconds[i] * seconds[i]);
-    const double x = static_cast<double>(bytes[i]);
-    sw += w;
-    sx += w * x;
-    sy += w * seconds[i];
-    sxx += w * x * x;
-    sxy += w * x * seconds[i];
-  }
-  const double beta = (sw * sxy - sx * sy) / (sw * sxx - sx * sx);
-  return {std::max(0.0, (sy - beta * sx) / sw), std::max(0.0, beta)};
 }
 
 void require_repeats(const CommFlags& f) {
@@ -79,11 +62,22 @@ int run_p2p(const CommFlags& f) {
     one_way.push_back(best);
     log::info("{:>12} {:>12.2f} {:>12.3f}", b, best * 1e6, static_cast<double>(b) / best / 1e9);
   }
-  const auto [alpha, beta] = fit_alpha_beta(sizes, one_way);
+  if (sizes.size() < 2) return 0;  // one size: nothing to fit
+  const plan::HockneyFit all = plan::fit_all_sizes(sizes, one_way);
   log::info(
       "fit t = alpha + beta*bytes: alpha = {:.2f} us, beta = {:.4f} ns/B ({:.2f} GB/s); "
       "for `chimera plan --network {:.3g},{:.3g}`",
-      alpha * 1e6, beta * 1e9, beta > 0 ? 1e-9 / beta : 0.0, alpha, beta);
+      all.alpha_s * 1e6, all.beta_s_per_byte * 1e9,
+      all.beta_s_per_byte > 0 ? 1e-9 / all.beta_s_per_byte : 0.0, all.alpha_s, all.beta_s_per_byte);
+  // A shaped link passes small messages at memory speed and holds large ones to its rate: the
+  // fit above then mixes the two; this one takes the rate from the large messages alone.
+  const plan::HockneyFit large = plan::fit_large_messages(sizes, one_way);
+  log::info(
+      "large-message fit: alpha = {:.2f} us ({} B), beta = {:.4f} ns/B ({:.3f} GB/s, sizes >= {} "
+      "B); for `chimera plan --network {:.4g}us,{:.4g}ns/B`",
+      large.alpha_s * 1e6, sizes.front(), large.beta_s_per_byte * 1e9,
+      large.beta_s_per_byte > 0 ? 1e-9 / large.beta_s_per_byte : 0.0, large.from_bytes,
+      large.alpha_s * 1e6, large.beta_s_per_byte * 1e9);
   return 0;
 }
 

@@ -36,6 +36,8 @@ struct PlanOptions {
   double memory_gib = 0;
   double reserve_gib = 1.0;
   std::string network = "5us,10GB/s";
+  int ranks_per_host = 1;
+  std::string host_network;  // ALPHA,BETA within a host; free when empty
   std::string costs_file;
   std::string cost;
   double optimizer_ns_per_param = -1;
@@ -75,6 +77,13 @@ plan::Machine machine_of(const PlanOptions& o) {
                   "emulate`)");
   plan::Machine m;
   m.network = plan::parse_network(o.network);
+  CHIMERA_REQUIRE(o.ranks_per_host >= 1, "--ranks-per-host must be >= 1, got {}", o.ranks_per_host);
+  m.network.ranks_per_host = o.ranks_per_host;
+  if (!o.host_network.empty()) {
+    const plan::Network on_host = plan::parse_network(o.host_network);
+    m.network.host_alpha_ms = on_host.alpha_ms;
+    m.network.host_beta_ms_per_byte = on_host.beta_ms_per_byte;
+  }
   CHIMERA_REQUIRE(o.memory_gib > 0 && std::isfinite(o.memory_gib),
                   "--memory must be > 0 GiB, got {}", o.memory_gib);
   CHIMERA_REQUIRE(o.reserve_gib >= 0 && o.reserve_gib < o.memory_gib,
@@ -404,6 +413,12 @@ Run add_plan_command(CLI::App& app) {
                   "(default) or binomial (Open MPI's in-place non-blocking allreduce: a reduce and "
                   "broadcast of the whole buffer; with --shard-optimizer libnbc's reduce-scatter, "
                   "a reduce and a linear scatter, and its linear all-gather)");
+  sub->add_option("--ranks-per-host", o->ranks_per_host,
+                  "ranks sharing one host and its network link (default 1: a device per node); "
+                  "a pipeline group's consecutive ranks share a host, so it must divide D");
+  sub->add_option("--host-network", o->host_network,
+                  "ALPHA,BETA of a message between two ranks of one host (default: free, memory "
+                  "being far faster than the link)");
   sub->add_option(
       "--costs", o->costs_file,
       "per-layer forward/backward costs of the machine (TOML, docs/scaling.md); this or "

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "chimera/comm/doorbell.hpp"
+#include "chimera/comm/peer_probe.hpp"
 #include "chimera/comm/rank_hosts.hpp"
 #include "chimera/core/log.hpp"
 #include "chimera/core/timer.hpp"
@@ -64,10 +65,10 @@ namespace {
 [[noreturn]] void watchdog_expired(double waited_s, double limit_s, const WaitLabel& label) {
   const int rank = std::max(process_rank(), 0);
   abort_job(
-      fmt::format("watchdog: rank {}{} waited {:.1f} s in {}, more than runtime.watchdog_s "
-                  "({:.0f} s); a peer or its host is lost or stuck: ending the job with status 1 "
+      fmt::format("watchdog: rank {}{} waited {:.1f} s, more than runtime.watchdog_s ({:.0f} s), "
+                  "in {}; a peer or its host is lost or stuck: ending the job with status 1 "
                   "(internal/system failure)",
-                  rank, on_host(rank), waited_s, label ? label() : std::string("a wait"), limit_s),
+                  rank, on_host(rank), waited_s, limit_s, label ? label() : std::string("a wait")),
       kExitInternal);
 }
 }  // namespace
@@ -82,6 +83,7 @@ void wait_until(WaitState (*test)(void*), void* arg, const WaitPolicy& policy,
     const std::uint32_t seen = bell != nullptr ? bell->seen() : 0;
     const WaitState state = test(arg);
     if (state == WaitState::Done) return;
+    answer_probes();  // a peer whose watchdog tripped asks who is still here
     const double now = now_seconds();
     if (started < 0.0) started = now;
     const double limit_s = policy.watchdog_limit_s();
@@ -125,6 +127,12 @@ void wait(MPI_Request& request, const WaitPolicy& policy, bool (*poll)(void*), v
         return x.busy ? WaitState::Busy : WaitState::Idle;
       },
       &w, policy, bell, label);
+}
+
+void barrier(MPI_Comm comm, const WaitPolicy& policy, const WaitLabel& label) {
+  MPI_Request request = MPI_REQUEST_NULL;
+  MPI_CHECK(MPI_Ibarrier(comm, &request));
+  wait(request, policy, nullptr, nullptr, nullptr, label);
 }
 
 }  // namespace chimera::comm

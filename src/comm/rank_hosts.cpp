@@ -64,29 +64,39 @@ std::vector<std::string> hosts_of(const std::vector<int>& world_ranks) {
 }
 }  // namespace
 
-std::string ranks_and_hosts(MPI_Comm comm) {
-  if (!several_hosts() || comm == MPI_COMM_NULL) return "";
+std::vector<int> world_ranks_of(MPI_Comm comm) {
+  std::vector<int> out;
   MPI_Group group = MPI_GROUP_NULL;
   MPI_Group world = MPI_GROUP_NULL;
-  int size = 0;
-  if (MPI_Comm_group(comm, &group) != MPI_SUCCESS) return "";
+  if (comm == MPI_COMM_NULL || MPI_Comm_group(comm, &group) != MPI_SUCCESS) return out;
   MPI_Comm_group(MPI_COMM_WORLD, &world);
+  int size = 0;
   MPI_Group_size(group, &size);
   std::vector<int> ranks(static_cast<std::size_t>(size));
-  std::vector<int> world_ranks(static_cast<std::size_t>(size));
+  out.resize(static_cast<std::size_t>(size));
   for (int r = 0; r < size; ++r) ranks[static_cast<std::size_t>(r)] = r;
-  MPI_Group_translate_ranks(group, size, ranks.data(), world, world_ranks.data());
+  MPI_Group_translate_ranks(group, size, ranks.data(), world, out.data());
   MPI_Group_free(&group);
   MPI_Group_free(&world);
-  return fmt::format(" over ranks {} (hosts {})", fmt::join(world_ranks, ", "),
-                     fmt::join(hosts_of(world_ranks), ", "));
+  return out;
+}
+
+std::string hosts_of_ranks(const std::vector<int>& world_ranks) {
+  if (!several_hosts()) return "";
+  return fmt::format(" (hosts {})", fmt::join(hosts_of(world_ranks), ", "));
+}
+
+std::string ranks_and_hosts(MPI_Comm comm) {
+  if (!several_hosts() || comm == MPI_COMM_NULL) return "";
+  const std::vector<int> world_ranks = world_ranks_of(comm);
+  return fmt::format(" over ranks {}{}", fmt::join(world_ranks, ", "), hosts_of_ranks(world_ranks));
 }
 
 std::string job_hosts() {
   if (!several_hosts()) return "";
   std::vector<int> all(table().size());
   for (std::size_t r = 0; r < all.size(); ++r) all[r] = static_cast<int>(r);
-  return fmt::format(" (hosts {})", fmt::join(hosts_of(all), ", "));
+  return hosts_of_ranks(all);
 }
 
 }  // namespace chimera::comm

@@ -2,6 +2,7 @@
 
 #include <climits>
 
+#include "chimera/comm/peer_probe.hpp"
 #include "chimera/comm/rank_hosts.hpp"
 #include "chimera/core/timer.hpp"
 
@@ -43,9 +44,9 @@ void StageSum::finish(const std::function<void()>& others, const WaitPolicy& pol
         &w, policy, nullptr,
         [&] {
           const std::string over = participants();
-          return context
-                     ? fmt::format("allreduce of gradient '{}'{} {}", buffer_.name, over, context())
-                     : fmt::format("allreduce of gradient '{}'{}", buffer_.name, over);
+          const std::string when = context ? fmt::format(" {}", context()) : std::string();
+          return fmt::format("allreduce of gradient '{}'{}{}{}", buffer_.name, over, when,
+                             silent_participants());
         });
   }
   started_ = false;
@@ -53,6 +54,10 @@ void StageSum::finish(const std::function<void()>& others, const WaitPolicy& pol
 
 std::string MpiSum::participants() const {
   return ranks_and_hosts(comm_);
+}
+
+std::string MpiSum::silent_participants() const {
+  return describe_silent_peers(comm_);
 }
 
 MpiSum::MpiSum(GradBuffer buffer, MPI_Comm comm) : StageSum(std::move(buffer)), comm_(comm) {

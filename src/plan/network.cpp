@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 
@@ -108,13 +109,62 @@ double parse_bandwidth_bytes_per_ms(std::string_view text, std::string_view flag
   return value * per_s / 1e3;
 }
 
+namespace {
+
+// Weighted least squares of t = alpha + beta x over points [first, end); alpha and beta >= 0.
+HockneyFit least_squares(const std::vector<std::size_t>& bytes, const std::vector<double>& seconds,
+                         std::size_t first, bool relative) {
+  double sw = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+  for (std::size_t i = first; i < bytes.size(); ++i) {
+    const double w = relative ? 1.0 / (seconds[i] * seconds[i]) : 1.0;
+    const double x = static_cast<double>(bytes[i]);
+    sw += w;
+    sx += w * x;
+    sy += w * seconds[i];
+    sxx += w * x * x;
+    sxy += w * x * seconds[i];
+  }
+  const double beta = (sw * sxy - sx * sy) / (sw * sxx - sx * sx);
+  return {std::max(0.0, (sy - beta * sx) / sw), std::max(0.0, beta)};
+}
+
+void require_points(const std::vector<std::size_t>& bytes, const std::vector<double>& seconds) {
+  CHIMERA_CHECK(bytes.size() == seconds.size() && bytes.size() >= 2 &&
+                    std::is_sorted(bytes.begin(), bytes.end()) && bytes.front() < bytes.back(),
+                "a network fit needs two or more distinct message sizes in ascending order");
+}
+
+}  // namespace
+
+HockneyFit fit_all_sizes(const std::vector<std::size_t>& bytes,
+                         const std::vector<double>& seconds) {
+  require_points(bytes, seconds);
+  return least_squares(bytes, seconds, 0, true);
+}
+
+HockneyFit fit_large_messages(const std::vector<std::size_t>& bytes,
+                              const std::vector<double>& seconds) {
+  require_points(bytes, seconds);
+  std::size_t first = bytes.size() - 2;
+  while (first > 0 && bytes[first - 1] * 16 >= bytes.back()) --first;
+  HockneyFit fit = least_squares(bytes, seconds, first, false);
+  fit.alpha_s = seconds.front();
+  fit.from_bytes = bytes[first];
+  return fit;
+}
+
 std::string describe(const Network& n) {
   const std::string bandwidth = n.beta_ms_per_byte > 0
                                     ? fmt::format(" ({:.3g} GB/s)", 1e-6 / n.beta_ms_per_byte)
                                     : std::string(" (infinite bandwidth)");
-  return fmt::format("alpha {:.3g} us, beta {:.3g} ns/B{}{}", n.alpha_ms * 1e3,
+  const std::string hosts =
+      n.ranks_per_host > 1
+          ? fmt::format(", {} ranks per host (within one: alpha {:.3g} us, beta {:.3g} ns/B)",
+                        n.ranks_per_host, n.host_alpha_ms * 1e3, n.host_beta_ms_per_byte * 1e6)
+          : std::string();
+  return fmt::format("alpha {:.3g} us, beta {:.3g} ns/B{}{}{}", n.alpha_ms * 1e3,
                      n.beta_ms_per_byte * 1e6, bandwidth,
-                     n.binomial_allreduce ? ", binomial allreduce" : "");
+                     n.binomial_allreduce ? ", binomial allreduce" : "", hosts);
 }
 
 }  // namespace chimera::plan

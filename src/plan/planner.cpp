@@ -82,6 +82,8 @@ PlanResult plan(const PlanRequest& r, Predictor& predict) {
   const int blocks = predict.shape().num_blocks();
   for (int D = 1; D <= std::min(r.nodes, blocks); ++D) {
     if (r.nodes % D != 0) continue;
+    if (D % predict.machine().network.ranks_per_host != 0)
+      continue;  // hosts hold whole groups' parts
     const int W = r.nodes / D;
     if (r.global_batch % W != 0) continue;
     const int per_group = r.global_batch / W;

@@ -200,6 +200,9 @@ Prediction Predictor::operator()(const Layout& l) {
   costs.alpha = net.alpha_ms;
   costs.beta = net.beta_ms_per_byte;
   costs.binomial_allreduce = net.binomial_allreduce;
+  costs.ranks_per_host = net.ranks_per_host;
+  costs.host_alpha = net.host_alpha_ms;
+  costs.host_beta = net.host_beta_ms_per_byte;
 
   // The sharded program is the unsharded one plus its WaitGathers: the unsharded replay's makespan
   // is the sharded one's without what the gathers add.

@@ -18,6 +18,7 @@
 #include "chimera/comm/local_rank.hpp"
 #include "chimera/comm/mpi.hpp"
 #include "chimera/comm/mpi_transport.hpp"
+#include "chimera/comm/peer_probe.hpp"
 #include "chimera/comm/rank_hosts.hpp"
 #include "chimera/core/config_checks.hpp"
 #include "chimera/core/log.hpp"
@@ -159,6 +160,7 @@ Trainer::Impl::Impl(const TrainRequest& req, MPI_Comm w) : request(req), world(w
   watchdog.emplace(config.runtime.watchdog_s);
   watchdog->apply(wait_policy);
   comm::set_rank_hosts(comm::gather_host_names(world));
+  comm::start_answering_probes(world);
   // Data and output files before the model is built: a mistake in a path is reported at once,
   // not after minutes of setup, nor after the last step (a metrics file rank 0 cannot open
   // used to end it alone and leave the others waiting).
@@ -325,6 +327,12 @@ void Trainer::Impl::run() {
       feed->wait();  // before any other HDF5 call (validation, a save)
       // Reduce, guard, optimizer.
       const double lr = lr_schedule.at(static_cast<int>(step));
+      // Every rank arrives in a watched wait, which answers the probes of a stuck peer, before
+      // the blocking reductions.
+      comm::barrier(world, wait_policy, [&, step] {
+        return fmt::format("the barrier before the reductions of step {}{}", step + 1,
+                           comm::describe_silent_peers(world));
+      });
       watchdog->phase("the reduction of the step's loss and gradient norm over all ranks");
       const LossAndNorm v = reduce_loss_and_norm(world, r, compute->local_grad_squares());
       const NonfiniteGuard::Verdict verdict = guard.judge(v);

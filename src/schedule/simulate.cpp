@@ -220,6 +220,49 @@ void require_costs(const Costs& c) {
                     v);
   }
   CHIMERA_REQUIRE(c.data_parallel >= 1, "data_parallel = {} must be >= 1", c.data_parallel);
+  CHIMERA_REQUIRE(std::isfinite(c.host_alpha) && c.host_alpha >= 0 && std::isfinite(c.host_beta) &&
+                      c.host_beta >= 0,
+                  "cost host_alpha = {}, host_beta = {} must be finite numbers >= 0", c.host_alpha,
+                  c.host_beta);
+}
+
+// One direction of a host's link: the intervals in which it carries a message's bytes, disjoint
+// and sorted. Messages are booked in replay order, not time order, so a message takes the first
+// gap long enough from its ready time on, which may lie before intervals booked already.
+class LinkBookings {
+ public:
+  // The first t >= from at which [t, t + length) is free here.
+  double first_free(double from, double length) const {
+    // The first interval ending after `from`; the ends are sorted as the starts are.
+    auto it =
+        std::upper_bound(busy_.begin(), busy_.end(), from,
+                         [](double t, const std::pair<double, double>& b) { return t < b.second; });
+    double t = from;
+    for (; it != busy_.end() && it->first < t + length; ++it) t = std::max(t, it->second);
+    return t;
+  }
+  void book(double start, double length) {
+    if (length <= 0) return;
+    const std::pair<double, double> span{start, start + length};
+    busy_.insert(std::upper_bound(busy_.begin(), busy_.end(), span), span);
+  }
+
+ private:
+  std::vector<std::pair<double, double>> busy_;
+};
+
+// When a message of `length` link time, ready at `ready`, is through both links: the first time
+// both are free for it, found by moving to the later of the two until they agree.
+double cross_links(LinkBookings& out, LinkBookings& in, double ready, double length) {
+  double t = ready;
+  for (;;) {
+    const double a = out.first_free(t, length);
+    t = in.first_free(a, length);
+    if (t == a) break;
+  }
+  out.book(t, length);
+  in.book(t, length);
+  return t + length;
 }
 
 // The allreduce over r ranks of L bytes: Rabenseifner's (reduce-scatter + allgather), or a
@@ -267,8 +310,29 @@ SimResult Simulator::run(const Costs& costs) const {
     }
     return 0.0;
   };
-  const double activation_msg = costs.alpha + costs.beta * costs.activation_bytes / G.mb_split;
-  const double gradient_msg = costs.alpha + costs.beta * costs.gradient_bytes / G.mb_split;
+  const int per_host = costs.ranks_per_host;
+  CHIMERA_REQUIRE(per_host >= 1 && G.workers % per_host == 0,
+                  "{} ranks per host must divide the pipeline's {} workers (a pipeline group's "
+                  "consecutive ranks share a host)",
+                  per_host, G.workers);
+  const auto host = [per_host](int worker) { return worker / per_host; };
+  const int hosts = G.workers / per_host;
+  // The message sent at a Send, priced at its WaitRecv: who sends it, and to whom.
+  std::vector<int> sender(G.message_is_activation.size(), 0);
+  for (const Graph::Step& step : G.steps) {
+    if (step.kind == InstrKind::Send) sender[step.arg] = step.worker;
+  }
+  std::vector<LinkBookings> link_out(static_cast<std::size_t>(hosts));
+  std::vector<LinkBookings> link_in(static_cast<std::size_t>(hosts));
+  // When a message ready at `ready` (sent and its receive posted) is in at worker `to`.
+  const auto arrival = [&](int message, int to, double ready) {
+    const double bytes =
+        (G.message_is_activation[message] ? costs.activation_bytes : costs.gradient_bytes) /
+        G.mb_split;
+    const int from = host(sender[message]);
+    if (from == host(to)) return ready + costs.host_alpha + costs.host_beta * bytes;
+    return cross_links(link_out[from], link_in[host(to)], ready, costs.beta * bytes) + costs.alpha;
+  };
 
   SimResult r;
   r.sharded = G.sharded;
@@ -290,15 +354,29 @@ SimResult Simulator::run(const Costs& costs) const {
     return stage < 0 ? r.tied : r.allreduce[static_cast<std::size_t>(stage)];
   };
 
-  // The weight gathers from the step boundary, one at a time per worker; the sums follow them.
-  std::vector<double> link_free(static_cast<std::size_t>(G.workers), 0);
+  // A collective whose replicas all share one host runs in its memory, not on its link.
+  Costs on_host = costs;
+  on_host.alpha = costs.host_alpha;
+  on_host.beta = costs.host_beta;
+  const auto within_one_host = [&](const StageAllreduce& a) {
+    return costs.data_parallel == 1 && std::all_of(a.holders.begin(), a.holders.end(), [&](int w) {
+             return host(w) == host(a.holders.front());
+           });
+  };
+  // One collective at a time per host's link (its ranks' gathers and sums share it): the weight
+  // gathers from the step boundary, then the sums.
+  std::vector<double> link_free(static_cast<std::size_t>(hosts), 0);
   for (const int st : G.gather_order) {
     StageAllreduce& a = sum_of(st);
-    for (int w : a.holders) a.gather_start = std::max(a.gather_start, link_free[w]);
+    for (int w : a.holders) a.gather_start = std::max(a.gather_start, link_free[host(w)]);
+    const bool one_host = within_one_host(a);
     const double duration =
-        a.holders.empty() ? 0.0 : allgather_time(a.replicas, bytes_of(a), costs);
+        a.holders.empty() ? 0.0
+                          : allgather_time(a.replicas, bytes_of(a), one_host ? on_host : costs);
     a.gather_end = a.gather_start + duration;
-    for (int w : a.holders) link_free[w] = a.gather_end;
+    for (int w : a.holders) {
+      if (!one_host) link_free[host(w)] = a.gather_end;
+    }
     r.gather_total += duration;
   }
   r.gather_wait.assign(static_cast<std::size_t>(G.workers), 0.0);
@@ -321,8 +399,7 @@ SimResult Simulator::run(const Costs& costs) const {
         sent[step.arg] = t;
         break;
       case InstrKind::WaitRecv:
-        t = std::max(t, std::max(sent[step.arg], posted[step.arg]) +
-                            (G.message_is_activation[step.arg] ? activation_msg : gradient_msg));
+        t = std::max(t, arrival(step.arg, step.worker, std::max(sent[step.arg], posted[step.arg])));
         break;
       case InstrKind::Compute:
         start[step.arg] = t;
@@ -369,7 +446,7 @@ SimResult Simulator::run(const Costs& costs) const {
   r.weight_copies = G.copies;
 
   // The sums: in the order they become ready (the tied table's after stages ready at the same
-  // time); one at a time per worker.
+  // time); one at a time per host's link.
   for (int st = 0; st < G.stages; ++st) r.allreduce[st].ready = stage_ready[st];
   r.tied.ready = tied_ready;
   std::vector<StageAllreduce*> by_ready;
@@ -381,13 +458,17 @@ SimResult Simulator::run(const Costs& costs) const {
   r.iteration_time = r.makespan;
   for (StageAllreduce* a : by_ready) {
     a->start = a->ready;
-    for (int w : a->holders) a->start = std::max(a->start, link_free[w]);
+    for (int w : a->holders) a->start = std::max(a->start, link_free[host(w)]);
+    const bool one_host = within_one_host(*a);
+    const Costs& net = one_host ? on_host : costs;
     const double bytes = bytes_of(*a);
     const double duration = a->holders.empty() ? 0.0
-                            : G.sharded        ? reduce_scatter_time(a->replicas, bytes, costs)
-                                               : allreduce_time(a->replicas, bytes, costs);
+                            : G.sharded        ? reduce_scatter_time(a->replicas, bytes, net)
+                                               : allreduce_time(a->replicas, bytes, net);
     a->end = a->start + duration;
-    for (int w : a->holders) link_free[w] = a->end;
+    for (int w : a->holders) {
+      if (!one_host) link_free[host(w)] = a->end;
+    }
     a->hidden = std::clamp(r.makespan - a->start, 0.0, duration);
     r.allreduce_total += duration;
     r.allreduce_hidden += a->hidden;

@@ -391,11 +391,27 @@ class HangingRank(FaultCase):
         self.assertNotEqual(r.returncode, 0)
         self.assertLess(took, 30)
         self.assertIn("test hook CHIMERA_TEST_HANG_AT: rank 1 hangs before step 4", r.stdout)
-        self.assertRegex(r.stderr, r"watchdog: rank 0 waited 2\.\d s in recv of the \w+ of stage "
-                                   r"\d, micro-batch \d from rank 1 \(step 4\)")
+        self.assertRegex(r.stderr, r"watchdog: rank 0 waited 2\.\d s, more than runtime\.watchdog_s "
+                                   r"\(2 s\), in recv of the \w+ of stage \d, micro-batch \d "
+                                   r"from rank 1 \(step 4\)")
         # With checkpoint.async (the default) the save of step 3 may still be in flight when
         # rank 1 hangs: the job ends without naming it, and `latest` names the one before.
         self.assertIn(self.assert_newest_checkpoint_sound(temporaries_left=True), (2, 3))
+
+    def test_a_stuck_collective_names_the_rank_that_does_not_answer(self):
+        # Four replicas of one stage: rank 1 hangs before step 4 (outside any wait), the others
+        # wait in a gradient allreduce, probe its ranks and name the one that gave no answer:
+        # the waiting ranks answer each other's probes.
+        r, took = train(self.base + ["--steps", "10", "--set", "parallel.scheme=gpipe",
+                                     "--set", "parallel.stages=1", "--set", "runtime.watchdog_s=2"],
+                        np_=4, extra_env={"CHIMERA_TEST_HANG_AT": "1:4"})
+        self.assertNotEqual(r.returncode, 0)
+        self.assertLess(took, BOUND_S)
+        lines = [l for l in r.stderr.splitlines() if "error: watchdog:" in l]
+        self.assertTrue(lines, r.stderr[-3000:])
+        for line in lines:
+            self.assertRegex(line, r"in allreduce of gradient '[^']+' \(step 4\); rank 1 answered "
+                                   r"no probe within 10 s; ")
 
     def test_a_save_stuck_on_one_rank_ends_the_job_after_the_save_timeout(self):
         r, took = train(self.base + ["--steps", "10", "--save-every", "1",

@@ -272,11 +272,13 @@ class MultiHost(unittest.TestCase):
         text, took, status = self.lose_a_host("cut")
         line = self.assert_lost_host_reported(text, took, status)
         self.assertIn("error: watchdog:", line)
-        self.assertRegex(line, r"waited [\d.]+ s in (recv|send|allreduce)|waiting in the ")
+        self.assertRegex(line, r"waited [\d.]+ s, more than runtime\.watchdog_s \(\d+ s\), in "
+                               r"(recv|send|allreduce)|waiting in the ")
         self.assertIn("ending the job with status 1 (internal/system failure)", line)
-        # It names the peer's host for a message, the hosts of the collective otherwise: n3 is
-        # among them.
-        self.assertRegex(line, r"from rank \d+ on host n3|\(hosts [n\d, ]*\bn3\b")
+        # It names the lost peer and its host: the one awaited for a message; for a collective,
+        # the one of its ranks that answered no probe (the survivors answer theirs).
+        self.assertRegex(line, r"(in (recv|send) .*from rank \d+ on host n3\b"
+                               r"|; rank \d+ on host n3 answered no probe within \d+ s;)")
 
     def test_a_killed_host_ends_the_job_naming_it(self):
         # A killed host's connections close: the transport reports it, and the rank that sees

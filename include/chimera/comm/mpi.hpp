@@ -94,4 +94,9 @@ void wait_until(WaitState (*test)(void*), void* arg, const WaitPolicy& policy,
 void wait(MPI_Request& request, const WaitPolicy& policy, bool (*poll)(void*) = nullptr,
           void* poll_arg = nullptr, const Doorbells* bell = nullptr, const WaitLabel& label = {});
 
+// A barrier over `comm` whose wait is a wait like the others: watched by the watchdog, and
+// answering the probes of a peer stuck elsewhere (peer_probe.hpp). Before blocking collectives,
+// it keeps a rank that got ahead of a lost peer from sitting where it cannot answer.
+void barrier(MPI_Comm comm, const WaitPolicy& policy, const WaitLabel& label);
+
 }  // namespace chimera::comm

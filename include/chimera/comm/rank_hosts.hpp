@@ -21,6 +21,12 @@ std::string on_host(int world_rank);
 // that waits for all of them, when the job spans several hosts; else "". Local (no messages).
 std::string ranks_and_hosts(MPI_Comm comm);
 
+// The world ranks of `comm`'s members, in its rank order. Local (no messages).
+std::vector<int> world_ranks_of(MPI_Comm comm);
+
+// " (hosts n1, n3)": the distinct hosts of these world ranks, when the job spans several; else "".
+std::string hosts_of_ranks(const std::vector<int>& world_ranks);
+
 // " (hosts n1, n2, ...)": the job's hosts in rank order when there are several, else "". A
 // collective cannot tell which of them stopped answering.
 std::string job_hosts();

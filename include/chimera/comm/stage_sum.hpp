@@ -61,6 +61,9 @@ class StageSum {
   virtual bool arrived() = 0;  // tests it; called until true
   // " over ranks 0, 2 (hosts n1, n3)" where the job spans hosts (rank_hosts.hpp), else "".
   virtual std::string participants() const { return ""; }
+  // Only when the watchdog trips: which participants answer no probe (peer_probe.hpp), as
+  // "; rank 2 on host n3 answered no probe within 10 s"; "" where it cannot tell.
+  virtual std::string silent_participants() const { return ""; }
 
  private:
   GradBuffer buffer_;
@@ -78,6 +81,7 @@ class MpiSum final : public StageSum {
   void begin() override;
   bool arrived() override;
   std::string participants() const override;
+  std::string silent_participants() const override;
   MPI_Comm comm_;
   MPI_Request request_ = MPI_REQUEST_NULL;
 };

@@ -2,8 +2,10 @@
 // The network of the performance model: a message of n bytes between two devices takes
 // alpha + beta * n (Hockney). The same alpha and beta drive the Rabenseifner allreduce the
 // simulator charges for gradient synchronisation.
+#include <cstddef>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace chimera::plan {
 
@@ -14,6 +16,12 @@ struct Network {
   // buffer, 2 ceil(log2 r) (alpha + beta L), instead of Rabenseifner's (",binomial" in --network);
   // for sharded optimizer state, libnbc's reduce-scatter and all-gather (schedule/simulate.hpp).
   bool binomial_allreduce = false;
+  // Ranks sharing one host and its link (a pipeline group's consecutive ranks; it divides D):
+  // messages between two of them take host_alpha + host_beta n (memory; free unless given), the
+  // others share the host's link (schedule::Costs::ranks_per_host). 1: a device per node.
+  int ranks_per_host = 1;
+  double host_alpha_ms = 0.0;
+  double host_beta_ms_per_byte = 0.0;
 
   double message_ms(double bytes) const { return alpha_ms + beta_ms_per_byte * bytes; }
   // Rabenseifner allreduce (reduce-scatter + allgather) of `bytes` over `ranks`:
@@ -30,6 +38,23 @@ Network parse_network(std::string_view text);
 // "100GB/s" (GB/s, MB/s, KB/s, B/s; decimal units) in bytes per millisecond; an InputError
 // naming `flag` unless it is a bandwidth above 0.
 double parse_bandwidth_bytes_per_ms(std::string_view text, std::string_view flag);
+
+// alpha and beta fitted to one-way times (seconds) of messages of `bytes` (ascending), as
+// `chimera bench p2p` measures them; both in seconds and seconds per byte.
+struct HockneyFit {
+  double alpha_s = 0.0;
+  double beta_s_per_byte = 0.0;
+  std::size_t from_bytes = 0;  // the smallest size beta was fitted on
+};
+// Over all sizes, minimising the relative error (weights 1/t^2), so that the microsecond latencies
+// of small messages count as much as the milliseconds of large ones: right where the bandwidth is
+// the same for every size (memory, a plain network).
+HockneyFit fit_all_sizes(const std::vector<std::size_t>& bytes, const std::vector<double>& seconds);
+// beta from the large messages only (least squares over the sizes within 16x of the largest, at
+// least the two largest), alpha the smallest message's time: right for a shaped link, whose
+// token bucket lets small messages through at memory speed and holds large ones to its rate.
+HockneyFit fit_large_messages(const std::vector<std::size_t>& bytes,
+                              const std::vector<double>& seconds);
 
 // "alpha 5 us, beta 0.1 ns/B (10 GB/s)"
 std::string describe(const Network& network);

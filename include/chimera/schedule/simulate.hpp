@@ -54,6 +54,15 @@ struct Costs {
   // reduce then broadcast of the whole buffer, 2 ceil(log2 r) (alpha + beta L): what Open MPI's
   // non-blocking allreduce (libnbc) runs for an in-place sum, as the runtime's is.
   bool binomial_allreduce = false;
+  // Ranks per host (the rank layout puts a pipeline group's consecutive workers on one host:
+  // rank = replica * D + worker; it must divide D). A message between two hosts takes alpha +
+  // beta * n on both hosts' links (sending and receiving side), which carry one message's bytes
+  // at a time, so that messages crossing one link at once share its bandwidth; a message within
+  // a host takes host_alpha + host_beta * n (memory, 0 unless set). The gradient sums of the
+  // ranks on one host share its link too: one at a time. 1: every worker is a host of its own.
+  int ranks_per_host = 1;
+  double host_alpha = 0.0;
+  double host_beta = 0.0;
 
   // F and B with the split backward I = W = B/2.
   static Costs forward_backward(double f, double b);

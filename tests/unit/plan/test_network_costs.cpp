@@ -1,5 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <vector>
+
 #include "chimera/core/error.hpp"
 #include "chimera/plan/layer_costs.hpp"
 #include "chimera/plan/network.hpp"
@@ -35,6 +38,28 @@ TEST(Network, BinomialAllreduce) {
   EXPECT_DOUBLE_EQ(n.allreduce_ms(1e6, 2), 2 * (0.01 + 1.0));
   EXPECT_DOUBLE_EQ(n.allreduce_ms(1e6, 5), 6 * (0.01 + 1.0));  // ceil(log2 5) = 3 rounds
   EXPECT_THROW(parse_network("10us,1GB/s,ring"), InputError);
+}
+
+// A link shaped to 100 MB/s whose token bucket passes up to 64 KiB at memory speed (10 GB/s,
+// 5 us): the fit over all sizes misses the rate, the large-message fit finds it.
+TEST(Network, LargeMessageFitFindsAShapedLinksRate) {
+  std::vector<std::size_t> bytes;
+  std::vector<double> seconds;
+  for (std::size_t b = 4; b <= (std::size_t{16} << 20); b *= 4) {
+    bytes.push_back(b);
+    const double rate = b <= 65536 ? 1e10 : 1e8;
+    seconds.push_back(5e-6 + static_cast<double>(b) / rate);
+  }
+  const HockneyFit large = fit_large_messages(bytes, seconds);
+  EXPECT_NEAR(large.beta_s_per_byte, 1e-8, 1e-12);
+  EXPECT_DOUBLE_EQ(large.alpha_s, seconds.front());
+  EXPECT_EQ(large.from_bytes, std::size_t{1} << 20);  // 1, 4 and 16 MiB
+  const HockneyFit all = fit_all_sizes(bytes, seconds);
+  EXPECT_GT(std::abs(all.beta_s_per_byte / 1e-8 - 1), 0.2);
+  // Two sizes: both go into beta.
+  const HockneyFit two = fit_large_messages({4, 1000}, {1.0, 2.0});
+  EXPECT_DOUBLE_EQ(two.beta_s_per_byte, 1.0 / 996);
+  EXPECT_EQ(two.from_bytes, std::size_t{4});
 }
 
 TEST(Network, RejectsWhatIsNotAlphaCommaBeta) {

@@ -50,6 +50,22 @@ TEST(Predict, MessagesAddAlphaToTheCriticalPath) {
   EXPECT_NEAR(p.iteration_ms, 4.4, 1e-12);
 }
 
+TEST(Predict, RanksOfOneHostSkipTheLinkBetweenThem) {
+  // gpipe D=2 N=1 with both workers on one host: the two messages go through memory (free here),
+  // and so does the tied table's sum (one replica, both holders on the host).
+  Network net{0.1, 0.0};
+  net.ranks_per_host = 2;
+  Predictor predict(small_model(), emulated(1, 1, net));
+  const Prediction p = predict(layout("gpipe", 1, 2, 1));
+  EXPECT_NEAR(p.p2p_ms, 0.0, 1e-12);
+  EXPECT_NEAR(p.allreduce_exposed_ms, 0.0, 1e-12);
+  EXPECT_NEAR(p.iteration_ms, 4.0, 1e-12);
+  // Ranks per host that do not divide D: one line naming the rule.
+  net.ranks_per_host = 3;
+  Predictor odd(small_model(), emulated(1, 1, net));
+  EXPECT_THROW(odd(layout("gpipe", 1, 4, 1)), InputError);
+}
+
 TEST(Predict, ExposedAllreduceIsTheLastStageSyncThenTheTiedTable) {
   // gpipe D=2 N=1 W=4, F = B = 1, alpha = 0: F0 [0,1] msg F1 B1 [2+m, 3+m] msg B0 [3+2m, 4+2m].
   // Stage 1's allreduce starts after B1 and overlaps B0; stage 0's starts at the end, and the

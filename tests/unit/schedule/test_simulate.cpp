@@ -222,6 +222,72 @@ TEST(Simulate, TheTiedTablesGatherIsNeededAtEitherEnd) {
   EXPECT_DOUBLE_EQ(plain.tied.end - plain.tied.start, 4);
 }
 
+TEST(Simulate, RanksOfOneHostTalkThroughMemory) {
+  // As MessagesCostAlphaPlusBetaBytes, with both workers on one host: host_alpha + host_beta n.
+  Costs c = Costs::forward_backward(1, 2);
+  c.alpha = 0.5;
+  c.beta = 0.01;
+  c.activation_bytes = 100;
+  c.gradient_bytes = 50;
+  c.ranks_per_host = 2;
+  c.host_alpha = 0.25;
+  c.host_beta = 0.001;
+  const SimResult r = simulate(make_schedule(request("gpipe", 2, 1)), c);
+  EXPECT_DOUBLE_EQ(r.makespan, 1 + 0.35 + 1 + 2 + 0.3 + 2);
+}
+
+TEST(Simulate, MessagesOnOneLinkTakeTurns) {
+  // GPipe D=2 N=2: worker 0 sends F0's activation at 1 and F1's at 2; each holds the link for
+  // beta n = 3, so the second is through at 7, not at 2 + 3 = 5, although both receives are
+  // posted before.
+  Costs c = Costs::forward_backward(1, 1);
+  c.beta = 1;
+  c.activation_bytes = 3;
+  const Schedule s = make_schedule(request("gpipe", 2, 2));
+  const SimResult r = simulate(s, c);
+  ASSERT_EQ(s.ops[1][1].kind, OpKind::F);
+  EXPECT_DOUBLE_EQ(r.timeline[1][0].start, 4);
+  EXPECT_DOUBLE_EQ(r.timeline[1][1].start, 7);
+  // On one host the two go through memory (free here): F1 follows F0.
+  c.ranks_per_host = 2;
+  const SimResult local = simulate(s, c);
+  EXPECT_DOUBLE_EQ(local.timeline[1][0].start, 1);
+  EXPECT_DOUBLE_EQ(local.timeline[1][1].start, 2);
+}
+
+TEST(Simulate, TheSumsOfAHostsRanksShareItsLink) {
+  // 1F1B D=2 N=2 W=2, F=B=1: stage 1's gradient is ready at 5 (worker 1), stage 0's at 6 (worker
+  // 0); each sum over two replicas takes beta L = 10. On hosts of their own both run at once;
+  // on one host (the replicas on two) stage 0's waits for stage 1's.
+  Costs c = Costs::forward_backward(1, 1);
+  c.beta = 1;
+  c.stage_grad_bytes = 10;
+  c.data_parallel = 2;
+  const Schedule s = make_schedule(request("1f1b", 2, 2));
+  SimResult r = simulate(s, c);
+  ASSERT_DOUBLE_EQ(r.allreduce[1].ready, 5);
+  ASSERT_DOUBLE_EQ(r.allreduce[0].ready, 6);
+  EXPECT_DOUBLE_EQ(r.iteration_time, 16);
+  c.ranks_per_host = 2;
+  r = simulate(s, c);
+  EXPECT_DOUBLE_EQ(r.allreduce[0].start, 15);
+  EXPECT_DOUBLE_EQ(r.iteration_time, 25);
+  // One replica: both holders of the tied table sit on one host and sum it in memory.
+  c.data_parallel = 1;
+  c.tied_grad_bytes = 100;
+  c.host_beta = 0.01;
+  r = simulate(s, c);
+  EXPECT_DOUBLE_EQ(r.tied.end - r.tied.start, 1);
+}
+
+TEST(Simulate, RanksPerHostMustDivideTheWorkers) {
+  Costs c = Costs::forward_backward(1, 1);
+  c.ranks_per_host = 3;
+  EXPECT_THROW(simulate(make_schedule(request("1f1b", 4, 4)), c), InputError);
+  c.ranks_per_host = 0;
+  EXPECT_THROW(simulate(make_schedule(request("1f1b", 4, 4)), c), InputError);
+}
+
 TEST(Simulate, SingleReplicaSumsOnlyTheTiedTable) {
   Costs c = Costs::forward_backward(1, 1);
   c.alpha = 1;

@@ -51,6 +51,41 @@ void StageSum::finish(const std::function<void()>& others, const WaitPolicy& pol
   started_ = false;
 }
 
+void StageSum::start_gather() {
+  if (!gathers()) return;
+  CHIMERA_CHECK(!gathering_ && !running_, "all-gather of '{}' started while its sums run",
+                buffer_.name);
+  begin_gather();
+  gathering_ = true;
+}
+
+bool StageSum::test_gather() {
+  if (gathering_ && gather_arrived()) gathering_ = false;
+  return !gathering_;
+}
+
+void StageSum::finish_gather(const std::function<void()>& others, const WaitPolicy& policy,
+                             const WaitLabel& context) {
+  if (!gathering_) return;
+  struct Wait {
+    StageSum& sum;
+    const std::function<void()>& others;
+  } w{*this, others};
+  wait_until(
+      [](void* self) {
+        auto& x = *static_cast<Wait*>(self);
+        x.others();  // tests this gather too
+        return x.sum.gathering() ? WaitState::Busy : WaitState::Done;
+      },
+      &w, policy, nullptr,
+      [&] {
+        const std::string over = participants();
+        return context
+                   ? fmt::format("all-gather of weights '{}'{} {}", buffer_.name, over, context())
+                   : fmt::format("all-gather of weights '{}'{}", buffer_.name, over);
+      });
+}
+
 std::string MpiSum::participants() const {
   return ranks_and_hosts(comm_);
 }
@@ -81,8 +116,24 @@ int StageSums::add(const GradBuffer& buffer, MPI_Comm comm, const SumFactory& ma
 
 bool StageSums::poll() {
   bool running = false;
-  for (const auto& s : sums_) running = !s->test() || running;
+  for (const auto& s : sums_) {
+    running = !s->test() || running;
+    running = !s->test_gather() || running;
+  }
   return running;
+}
+
+void StageSums::start_gathers() {
+  for (const auto& s : sums_) s->start_gather();
+}
+
+void StageSums::wait_gather(int key, const WaitPolicy& policy, const WaitLabel& context) {
+  if (key < 0) return;
+  sums_.at(static_cast<std::size_t>(key))->finish_gather([this] { poll(); }, policy, context);
+}
+
+void StageSums::wait_gathers(const WaitPolicy& policy, const WaitLabel& context) {
+  for (const auto& s : sums_) s->finish_gather([this] { poll(); }, policy, context);
 }
 
 void StageSums::wait_all(const WaitPolicy& policy, const WaitLabel& context) {

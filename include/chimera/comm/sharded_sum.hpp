@@ -1,0 +1,69 @@
+#pragma once
+// The sharded optimizer's sums (ZeRO stage 1, Megatron's distributed optimizer): a stage's flat
+// buffer is split into as many contiguous shards as the stage has holders, in the order of their
+// ranks in the stage's communicator. The gradient sum is a reduce-scatter that leaves each rank
+// the summed gradient of its own shard only; the optimizer updates that shard of the weights and
+// of its (shard-sized) moments; an in-place all-gather then returns the full weights to every
+// holder, awaited before the stage's next forward (the lowered program's WaitGather).
+#include <mpi.h>
+
+#include <cstddef>
+#include <vector>
+
+#include "chimera/comm/stage_sum.hpp"
+
+namespace chimera::comm {
+
+// Shard i of a buffer of `count` floats over `parts` holders: [i·block, (i+1)·block) clipped to
+// the buffer, block = ceil(count / parts). The blocks are equal but the last ones may be short
+// or empty, so the v-variants of the collectives need no padding of the buffers.
+class ShardLayout {
+ public:
+  ShardLayout(std::size_t count, int parts, int index);
+  static ShardLayout of(std::size_t count, MPI_Comm comm);  // this rank's shard over `comm`
+
+  std::size_t begin() const { return begin_of(index_); }
+  std::size_t end() const { return begin_of(index_ + 1); }
+  std::size_t size() const { return end() - begin(); }
+  int parts() const { return parts_; }
+  std::size_t total() const { return count_; }
+  std::size_t begin_of(int part) const;
+  std::vector<int> counts() const;  // every shard's size, for MPI
+  std::vector<int> displacements() const;
+
+ private:
+  std::size_t count_;
+  int parts_;
+  int index_;
+  std::size_t block_;
+};
+
+// Reduce-scatter of a gradient buffer into this rank's shard (`shard_grads`, layout().size()
+// floats; owned by the sum where null), then, after the optimizer step, an in-place all-gather of
+// `weights` (the buffer's full parameters).
+class ShardedSum final : public StageSum {
+ public:
+  ShardedSum(GradBuffer buffer, MPI_Comm comm, float* weights, float* shard_grads = nullptr);
+
+  const ShardLayout& layout() const { return layout_; }
+  const float* shard_grads() const { return shard_grads_; }
+
+ private:
+  void begin() override;
+  bool arrived() override;
+  bool gathers() const override { return true; }
+  void begin_gather() override;
+  bool gather_arrived() override;
+  std::string participants() const override;
+
+  MPI_Comm comm_;
+  ShardLayout layout_;
+  std::vector<int> counts_, displacements_;
+  float* weights_;
+  std::vector<float> owned_;
+  float* shard_grads_;
+  MPI_Request request_ = MPI_REQUEST_NULL;
+  MPI_Request gather_ = MPI_REQUEST_NULL;
+};
+
+}  // namespace chimera::comm

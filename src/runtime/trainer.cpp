@@ -320,7 +320,6 @@ void Trainer::Impl::run() {
       stages.zero_grad();
       stages.reset_peak_activation_bytes();
       if (step + 1 < steps) feed->prefetch(cursor + plan.global_batch());  // while this computes
-      transport.wait_gathers();
       const IterationResult r =
           executor.run(step, inputs, plan.loss_scale(), trace.events(), trace.origin_s());
       feed->wait();  // before any other HDF5 call (validation, a save)

@@ -48,21 +48,58 @@ ShardedSum::ShardedSum(GradBuffer buffer, MPI_Comm comm, float* weights, float* 
   CHIMERA_CHECK(this->buffer().count <= static_cast<std::size_t>(INT_MAX),
                 "gradient buffer '{}' has {} floats, more than one MPI call can sum",
                 this->buffer().name, this->buffer().count);
+  MPI_CHECK(MPI_Comm_rank(comm, &rank_));
   if (shard_grads_ == nullptr) {
     owned_.assign(std::max<std::size_t>(layout_.size(), 1), 0.0F);
     shard_grads_ = owned_.data();
   }
+  incoming_.assign(std::max<std::size_t>(layout_.begin_of(1), 1), 0.0F);  // the largest shard
+}
+
+// Step t of the ring: rank r sends its partial sum of shard (r - t - 1) mod P to rank r + 1 and
+// adds rank r - 1's partial sum of shard (r - t - 2) mod P; after P - 1 steps it holds the whole
+// sum of shard r.
+int ShardedSum::send_part() const {
+  const int p = layout_.parts();
+  return ((rank_ - step_ - 1) % p + p) % p;
+}
+
+int ShardedSum::recv_part() const {
+  const int p = layout_.parts();
+  return ((rank_ - step_ - 2) % p + p) % p;
+}
+
+void ShardedSum::post_step() {
+  const int p = layout_.parts();
+  const int next = (rank_ + 1) % p, previous = (rank_ - 1 + p) % p;
+  constexpr int kTag = 29;  // the communicator carries no other point-to-point message
+  const auto send = static_cast<std::size_t>(send_part());
+  MPI_CHECK(MPI_Isend(buffer().data + displacements_[send], counts_[send], MPI_FLOAT, next, kTag,
+                      comm_, &ring_[0]));
+  const auto recv = static_cast<std::size_t>(recv_part());
+  MPI_CHECK(
+      MPI_Irecv(incoming_.data(), counts_[recv], MPI_FLOAT, previous, kTag, comm_, &ring_[1]));
 }
 
 void ShardedSum::begin() {
-  MPI_CHECK(MPI_Ireduce_scatter(buffer().data, shard_grads_, counts_.data(), MPI_FLOAT, MPI_SUM,
-                                comm_, &request_));
+  step_ = 0;
+  if (layout_.parts() > 1) post_step();
 }
 
 bool ShardedSum::arrived() {
-  int done = 0;
-  MPI_CHECK(MPI_Test(&request_, &done, MPI_STATUS_IGNORE));
-  return done != 0;
+  const int p = layout_.parts();
+  while (step_ < p - 1) {
+    int done = 0;
+    MPI_CHECK(MPI_Testall(2, ring_, &done, MPI_STATUSES_IGNORE));
+    if (done == 0) return false;
+    const auto recv = static_cast<std::size_t>(recv_part());
+    float* part = buffer().data + displacements_[recv];
+    for (int i = 0; i < counts_[recv]; ++i) part[i] += incoming_[static_cast<std::size_t>(i)];
+    ++step_;
+    if (step_ < p - 1) post_step();
+  }
+  std::copy_n(buffer().data + layout_.begin(), layout_.size(), shard_grads_);
+  return true;
 }
 
 void ShardedSum::begin_gather() {

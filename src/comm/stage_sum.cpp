@@ -29,25 +29,7 @@ void StageSum::finish(const std::function<void()>& others, const WaitPolicy& pol
                       const WaitLabel& context) {
   CHIMERA_CHECK(started_, "gradient '{}' was never marked ready this iteration (schedule bug)",
                 buffer_.name);
-  if (running_) {
-    struct Wait {
-      StageSum& sum;
-      const std::function<void()>& others;
-    } w{*this, others};
-    wait_until(
-        [](void* self) {
-          auto& x = *static_cast<Wait*>(self);
-          x.others();  // tests this sum too
-          return x.sum.running() ? WaitState::Busy : WaitState::Done;
-        },
-        &w, policy, nullptr,
-        [&] {
-          const std::string over = participants();
-          return context
-                     ? fmt::format("allreduce of gradient '{}'{} {}", buffer_.name, over, context())
-                     : fmt::format("allreduce of gradient '{}'{}", buffer_.name, over);
-        });
-  }
+  if (running_) await(&StageSum::running, "allreduce of gradient", others, policy, context);
   started_ = false;
 }
 
@@ -66,23 +48,28 @@ bool StageSum::test_gather() {
 
 void StageSum::finish_gather(const std::function<void()>& others, const WaitPolicy& policy,
                              const WaitLabel& context) {
-  if (!gathering_) return;
+  if (gathering_) await(&StageSum::gathering, "all-gather of weights", others, policy, context);
+}
+
+void StageSum::await(bool (StageSum::*busy)() const, const char* what,
+                     const std::function<void()>& others, const WaitPolicy& policy,
+                     const WaitLabel& context) {
   struct Wait {
     StageSum& sum;
+    bool (StageSum::*busy)() const;
     const std::function<void()>& others;
-  } w{*this, others};
+  } w{*this, busy, others};
   wait_until(
       [](void* self) {
         auto& x = *static_cast<Wait*>(self);
-        x.others();  // tests this gather too
-        return x.sum.gathering() ? WaitState::Busy : WaitState::Done;
+        x.others();  // tests this one too
+        return (x.sum.*x.busy)() ? WaitState::Busy : WaitState::Done;
       },
       &w, policy, nullptr,
       [&] {
         const std::string over = participants();
-        return context
-                   ? fmt::format("all-gather of weights '{}'{} {}", buffer_.name, over, context())
-                   : fmt::format("all-gather of weights '{}'{}", buffer_.name, over);
+        return context ? fmt::format("{} '{}'{} {}", what, buffer_.name, over, context())
+                       : fmt::format("{} '{}'{}", what, buffer_.name, over);
       });
 }
 

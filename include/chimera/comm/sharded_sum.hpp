@@ -41,6 +41,13 @@ class ShardLayout {
 // Reduce-scatter of a gradient buffer into this rank's shard (`shard_grads`, layout().size()
 // floats; owned by the sum where null), then, after the optimizer step, an in-place all-gather of
 // `weights` (the buffer's full parameters).
+//
+// The reduce-scatter is a ring of non-blocking messages on the buffer's communicator (P - 1
+// steps: send one shard's partial sum to the next rank, add the previous rank's into the buffer),
+// advanced by each test, rather than MPI_Ireduce_scatter: Open MPI's (libnbc) reduces the whole
+// buffer to one rank and scatters it, which takes buffer-sized temporaries, more memory than the
+// sharded moments save; the ring needs one shard's. The gradient buffer holds partial sums
+// afterwards: only the shard is the sum.
 class ShardedSum final : public StageSum {
  public:
   ShardedSum(GradBuffer buffer, MPI_Comm comm, float* weights, float* shard_grads = nullptr);
@@ -62,7 +69,15 @@ class ShardedSum final : public StageSum {
   float* weights_;
   std::vector<float> owned_;
   float* shard_grads_;
-  MPI_Request request_ = MPI_REQUEST_NULL;
+  // The ring's step: the shard sent and the one received and added.
+  void post_step();
+  int send_part() const;
+  int recv_part() const;
+
+  int rank_ = 0;
+  std::vector<float> incoming_;  // one shard, received from the previous rank
+  int step_ = 0;                 // of the ring, 0 .. parts - 2
+  MPI_Request ring_[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};  // send, receive
   MPI_Request gather_ = MPI_REQUEST_NULL;
 };
 

@@ -75,6 +75,10 @@ class StageSum {
   virtual std::string participants() const { return ""; }
 
  private:
+  // Waits while (this->*busy)() holds, testing `others`; `what` starts the watchdog's label.
+  void await(bool (StageSum::*busy)() const, const char* what, const std::function<void()>& others,
+             const WaitPolicy& policy, const WaitLabel& context);
+
   GradBuffer buffer_;
   SumTiming timing_;
   bool started_ = false;

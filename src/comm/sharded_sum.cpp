@@ -37,23 +37,22 @@ std::vector<int> ShardLayout::displacements() const {
   return out;
 }
 
-ShardedSum::ShardedSum(GradBuffer buffer, MPI_Comm comm, float* weights, float* shard_grads)
+ShardedSum::ShardedSum(GradBuffer buffer, MPI_Comm comm, float* weights, std::size_t piece_floats)
     : StageSum(std::move(buffer)),
       comm_(comm),
       layout_(ShardLayout::of(this->buffer().count, comm)),
       counts_(layout_.counts()),
       displacements_(layout_.displacements()),
       weights_(weights),
-      shard_grads_(shard_grads) {
+      piece_floats_(piece_floats) {
   CHIMERA_CHECK(this->buffer().count <= static_cast<std::size_t>(INT_MAX),
                 "gradient buffer '{}' has {} floats, more than one MPI call can sum",
                 this->buffer().name, this->buffer().count);
   MPI_CHECK(MPI_Comm_rank(comm, &rank_));
-  if (shard_grads_ == nullptr) {
-    owned_.assign(std::max<std::size_t>(layout_.size(), 1), 0.0F);
-    shard_grads_ = owned_.data();
-  }
-  incoming_.assign(std::max<std::size_t>(layout_.begin_of(1), 1), 0.0F);  // the largest shard
+  const std::size_t largest = layout_.begin_of(1);  // shard 0's
+  pieces_ =
+      static_cast<int>(std::max<std::size_t>(1, (largest + piece_floats_ - 1) / piece_floats_));
+  incoming_.assign(std::max<std::size_t>(1, std::min(largest, piece_floats_)), 0.0F);
 }
 
 // Step t of the ring: rank r sends its partial sum of shard (r - t - 1) mod P to rank r + 1 and
@@ -69,20 +68,28 @@ int ShardedSum::recv_part() const {
   return ((rank_ - step_ - 2) % p + p) % p;
 }
 
+std::pair<std::size_t, int> ShardedSum::piece(int part) const {
+  const auto size = static_cast<std::size_t>(counts_[static_cast<std::size_t>(part)]);
+  const std::size_t lo = std::min(size, static_cast<std::size_t>(piece_) * piece_floats_);
+  const std::size_t hi = std::min(size, lo + piece_floats_);
+  return {static_cast<std::size_t>(displacements_[static_cast<std::size_t>(part)]) + lo,
+          static_cast<int>(hi - lo)};
+}
+
 void ShardedSum::post_step() {
   const int p = layout_.parts();
   const int next = (rank_ + 1) % p, previous = (rank_ - 1 + p) % p;
   constexpr int kTag = 29;  // the communicator carries no other point-to-point message
-  const auto send = static_cast<std::size_t>(send_part());
-  MPI_CHECK(MPI_Isend(buffer().data + displacements_[send], counts_[send], MPI_FLOAT, next, kTag,
-                      comm_, &ring_[0]));
-  const auto recv = static_cast<std::size_t>(recv_part());
+  const auto [send_at, send_count] = piece(send_part());
   MPI_CHECK(
-      MPI_Irecv(incoming_.data(), counts_[recv], MPI_FLOAT, previous, kTag, comm_, &ring_[1]));
+      MPI_Isend(buffer().data + send_at, send_count, MPI_FLOAT, next, kTag, comm_, &ring_[0]));
+  const int recv_count = piece(recv_part()).second;
+  MPI_CHECK(MPI_Irecv(incoming_.data(), recv_count, MPI_FLOAT, previous, kTag, comm_, &ring_[1]));
 }
 
 void ShardedSum::begin() {
   step_ = 0;
+  piece_ = 0;
   if (layout_.parts() > 1) post_step();
 }
 
@@ -92,13 +99,15 @@ bool ShardedSum::arrived() {
     int done = 0;
     MPI_CHECK(MPI_Testall(2, ring_, &done, MPI_STATUSES_IGNORE));
     if (done == 0) return false;
-    const auto recv = static_cast<std::size_t>(recv_part());
-    float* part = buffer().data + displacements_[recv];
-    for (int i = 0; i < counts_[recv]; ++i) part[i] += incoming_[static_cast<std::size_t>(i)];
-    ++step_;
+    const auto [at, count] = piece(recv_part());
+    float* part = buffer().data + at;
+    for (int i = 0; i < count; ++i) part[i] += incoming_[static_cast<std::size_t>(i)];
+    if (++piece_ == pieces_) {
+      piece_ = 0;
+      ++step_;
+    }
     if (step_ < p - 1) post_step();
   }
-  std::copy_n(buffer().data + layout_.begin(), layout_.size(), shard_grads_);
   return true;
 }
 

@@ -36,8 +36,7 @@ class RealRunCompute final : public RunCompute {
     if (state_->sharded()) {
       return [state = &*state_](const comm::GradBuffer& g, MPI_Comm comm) {
         const int key = g.stage >= 0 ? g.stage : model::kTiedStage;
-        return std::make_unique<comm::ShardedSum>(g, comm, state->weights(key),
-                                                  state->shard_grads(key));
+        return std::make_unique<comm::ShardedSum>(g, comm, state->weights(key));
       };
     }
     if (!grad_sums_) return {};

@@ -41,7 +41,7 @@ TrainState::TrainState(const RunPlan& plan, backend::Backend& backend, model::GP
       const auto layout = comm::ShardLayout::of(count, comm);
       ranges = optim::shard_ranges(ranges, layout.begin(), layout.end());
       floats = layout.size();
-      shards_.emplace(key, Shard{layout, backend::DeviceBuffer::zeros(backend_, floats)});
+      shards_.emplace(key, Shard{layout});
     }
     moments_[key] = std::make_unique<optim::AdamWMoments>(backend_, floats);
     ranges_[key] = std::move(ranges);
@@ -65,8 +65,8 @@ float* TrainState::weights(int key) {
 }
 
 const float* TrainState::update_grads(int key) {
-  if (sharded()) return shard_grads(key);
-  return key == model::kTiedStage ? worker_.tied_grads().data : worker_.grads(key).data;
+  const float* g = key == model::kTiedStage ? worker_.tied_grads().data : worker_.grads(key).data;
+  return sharded() ? g + shard_layout(key).begin() : g;
 }
 
 double TrainState::local_grad_squares() {
@@ -77,7 +77,7 @@ double TrainState::local_grad_squares() {
     // The shards of a buffer cover it once over its holders: every holder adds its own.
     for (auto& [key, shard] : shards_) {
       local += local_squares_[key] =
-          optim::sum_of_squares(backend_, shard.grads.f32(), shard.layout.size());
+          optim::sum_of_squares(backend_, update_grads(key), shard.layout.size());
     }
     return local;
   }

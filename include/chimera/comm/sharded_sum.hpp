@@ -8,6 +8,7 @@
 #include <mpi.h>
 
 #include <cstddef>
+#include <utility>
 #include <vector>
 
 #include "chimera/comm/stage_sum.hpp"
@@ -38,22 +39,25 @@ class ShardLayout {
   std::size_t block_;
 };
 
-// Reduce-scatter of a gradient buffer into this rank's shard (`shard_grads`, layout().size()
-// floats; owned by the sum where null), then, after the optimizer step, an in-place all-gather of
-// `weights` (the buffer's full parameters).
+// Reduce-scatter of a gradient buffer over `comm`: once arrived, the rank's shard of the buffer
+// ([layout().begin(), layout().end()) of it) holds the sum, the rest partial sums. Then, after the
+// optimizer step, an in-place all-gather of `weights` (the buffer's full parameters).
 //
 // The reduce-scatter is a ring of non-blocking messages on the buffer's communicator (P - 1
-// steps: send one shard's partial sum to the next rank, add the previous rank's into the buffer),
-// advanced by each test, rather than MPI_Ireduce_scatter: Open MPI's (libnbc) reduces the whole
-// buffer to one rank and scatters it, which takes buffer-sized temporaries, more memory than the
-// sharded moments save; the ring needs one shard's. The gradient buffer holds partial sums
-// afterwards: only the shard is the sum.
+// steps: send one shard's partial sum to the next rank, add the previous rank's into the buffer;
+// each step in pieces of at most kPieceFloats), advanced by each test, rather than
+// MPI_Ireduce_scatter: Open MPI's (libnbc) reduces the whole buffer to one rank and scatters it,
+// with buffer-sized temporaries, more memory than the sharded moments save; the ring needs one
+// piece.
 class ShardedSum final : public StageSum {
  public:
-  ShardedSum(GradBuffer buffer, MPI_Comm comm, float* weights, float* shard_grads = nullptr);
+  static constexpr std::size_t kPieceFloats = std::size_t{1} << 18;  // 1 MiB per message
+
+  // `piece_floats`: the most floats a message of the ring carries (tests make it small).
+  ShardedSum(GradBuffer buffer, MPI_Comm comm, float* weights,
+             std::size_t piece_floats = kPieceFloats);
 
   const ShardLayout& layout() const { return layout_; }
-  const float* shard_grads() const { return shard_grads_; }
 
  private:
   void begin() override;
@@ -67,16 +71,19 @@ class ShardedSum final : public StageSum {
   ShardLayout layout_;
   std::vector<int> counts_, displacements_;
   float* weights_;
-  std::vector<float> owned_;
-  float* shard_grads_;
-  // The ring's step: the shard sent and the one received and added.
+  // The ring's step and piece: the shard sent and the one received and added, and the piece
+  // [offset, offset + count) of a shard that a message of this piece carries.
   void post_step();
   int send_part() const;
   int recv_part() const;
+  std::pair<std::size_t, int> piece(int part) const;
 
   int rank_ = 0;
-  std::vector<float> incoming_;  // one shard, received from the previous rank
+  std::vector<float> incoming_;  // one piece, received from the previous rank
   int step_ = 0;                 // of the ring, 0 .. parts - 2
+  int piece_ = 0;                // of the step, 0 .. pieces_ - 1
+  std::size_t piece_floats_;
+  int pieces_ = 1;  // per step: the largest shard's, the same on every rank
   MPI_Request ring_[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};  // send, receive
   MPI_Request gather_ = MPI_REQUEST_NULL;
 };

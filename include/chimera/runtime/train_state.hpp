@@ -76,14 +76,12 @@ class TrainState {
   // model::kTiedStage), over the buffer's communicator (the stage's, or the tied one).
   bool sharded() const { return !shards_.empty(); }
   const comm::ShardLayout& shard_layout(int key) const { return shards_.at(key).layout; }
-  // Where the reduce-scatter leaves the summed gradient of the shard (shard_layout(key).size()
-  // floats), and the full weights the all-gather completes.
-  float* shard_grads(int key) { return shards_.at(key).grads.f32(); }
+  // The full weights of a held buffer, which the all-gather completes.
   float* weights(int key);
 
  private:
   std::vector<io::TensorSpec> specs(bool with_moments) const;
-  // The full gradient of a held buffer, or with sharding its shard's sum.
+  // The full gradient of a held buffer, or with sharding its shard's sum (in place).
   const float* update_grads(int key);
   // Stores a moment tensor read from a checkpoint (Hugging Face layout): whole, or its part in
   // this rank's shard.
@@ -99,8 +97,7 @@ class TrainState {
   std::map<int, std::vector<optim::ParamRange>> ranges_;
   std::map<int, double> local_squares_;  // the last local_grad_squares(), per buffer key
   struct Shard {
-    comm::ShardLayout layout;
-    backend::DeviceBuffer grads;  // the reduce-scatter's result
+    comm::ShardLayout layout;  // the reduce-scatter leaves the sum in this part of the gradient
   };
   std::map<int, Shard> shards_;  // empty unless parallel.shard_optimizer
   std::int64_t last_load_bytes_ = 0;

@@ -130,6 +130,18 @@ void MpiTransport::wait_sums(const WaitLabel& context) {
   sums_.wait_all(policy_, context);
 }
 
+void MpiTransport::start_gathers() {
+  sums_.start_gathers();
+}
+
+void MpiTransport::wait_gather(int key, const WaitLabel& context) {
+  sums_.wait_gather(key, policy_, context);
+}
+
+void MpiTransport::wait_gathers() {
+  sums_.wait_gathers(policy_);
+}
+
 std::vector<SumTiming> MpiTransport::sum_timings() const {
   return sums_.timings();
 }

@@ -30,26 +30,48 @@ void StageSum::finish(const std::function<void()>& others, const WaitPolicy& pol
                       const WaitLabel& context) {
   CHIMERA_CHECK(started_, "gradient '{}' was never marked ready this iteration (schedule bug)",
                 buffer_.name);
-  if (running_) {
-    struct Wait {
-      StageSum& sum;
-      const std::function<void()>& others;
-    } w{*this, others};
-    wait_until(
-        [](void* self) {
-          auto& x = *static_cast<Wait*>(self);
-          x.others();  // tests this sum too
-          return x.sum.running() ? WaitState::Busy : WaitState::Done;
-        },
-        &w, policy, nullptr,
-        [&] {
-          const std::string over = participants();
-          const std::string when = context ? fmt::format(" {}", context()) : std::string();
-          return fmt::format("allreduce of gradient '{}'{}{}{}", buffer_.name, over, when,
-                             silent_participants());
-        });
-  }
+  if (running_) await(&StageSum::running, "allreduce of gradient", others, policy, context);
   started_ = false;
+}
+
+void StageSum::start_gather() {
+  if (!gathers()) return;
+  CHIMERA_CHECK(!gathering_ && !running_, "all-gather of '{}' started while its sums run",
+                buffer_.name);
+  begin_gather();
+  gathering_ = true;
+}
+
+bool StageSum::test_gather() {
+  if (gathering_ && gather_arrived()) gathering_ = false;
+  return !gathering_;
+}
+
+void StageSum::finish_gather(const std::function<void()>& others, const WaitPolicy& policy,
+                             const WaitLabel& context) {
+  if (gathering_) await(&StageSum::gathering, "all-gather of weights", others, policy, context);
+}
+
+void StageSum::await(bool (StageSum::*busy)() const, const char* what,
+                     const std::function<void()>& others, const WaitPolicy& policy,
+                     const WaitLabel& context) {
+  struct Wait {
+    StageSum& sum;
+    bool (StageSum::*busy)() const;
+    const std::function<void()>& others;
+  } w{*this, busy, others};
+  wait_until(
+      [](void* self) {
+        auto& x = *static_cast<Wait*>(self);
+        x.others();  // tests this one too
+        return (x.sum.*x.busy)() ? WaitState::Busy : WaitState::Done;
+      },
+      &w, policy, nullptr,
+      [&] {
+        const std::string over = participants();
+        const std::string when = context ? fmt::format(" {}", context()) : std::string();
+        return fmt::format("{} '{}'{}{}{}", what, buffer_.name, over, when, silent_participants());
+      });
 }
 
 std::string MpiSum::participants() const {
@@ -86,8 +108,24 @@ int StageSums::add(const GradBuffer& buffer, MPI_Comm comm, const SumFactory& ma
 
 bool StageSums::poll() {
   bool running = false;
-  for (const auto& s : sums_) running = !s->test() || running;
+  for (const auto& s : sums_) {
+    running = !s->test() || running;
+    running = !s->test_gather() || running;
+  }
   return running;
+}
+
+void StageSums::start_gathers() {
+  for (const auto& s : sums_) s->start_gather();
+}
+
+void StageSums::wait_gather(int key, const WaitPolicy& policy, const WaitLabel& context) {
+  if (key < 0) return;
+  sums_.at(static_cast<std::size_t>(key))->finish_gather([this] { poll(); }, policy, context);
+}
+
+void StageSums::wait_gathers(const WaitPolicy& policy, const WaitLabel& context) {
+  for (const auto& s : sums_) s->finish_gather([this] { poll(); }, policy, context);
 }
 
 void StageSums::wait_all(const WaitPolicy& policy, const WaitLabel& context) {

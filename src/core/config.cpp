@@ -133,6 +133,9 @@ std::vector<Field> fields(Config& c) {
        "chimera-zb: the most micro-batches whose activations a worker holds at once (0 = D); "
        "at least Chimera's own peak, D"},
       {"parallel", "recompute", &c.parallel.recompute, "recompute activations in the backward"},
+      {"parallel", "shard_optimizer", &c.parallel.shard_optimizer,
+       "split each stage's AdamW moments over the ranks holding it: reduce-scatter the gradient, "
+       "update a shard, all-gather the weights"},
       {"parallel", "partition", &c.parallel.partition,
        "explicit blocks per model stage, e.g. [3,3,2,2] (empty = balanced)"},
       {"data", "train", &c.data.train, "training token shards (HDF5)"},

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <bit>
 #include <cerrno>
+#include <climits>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -59,11 +60,59 @@ std::string failed_io(const std::string& what, int error, const std::string& pat
                      error != 0 ? std::strerror(error) : "", h5::library_error_message());
 }
 
+// Writes a part of a tensor, elements [first, first + data.size()) of it flattened, as at most
+// three hyperslabs of its [rows, row] view: the rest of a first partial row, whole rows, the
+// start of a last partial row. Returns "" or what failed.
+std::string write_part(hid_t dataset, const TensorData& t, hid_t transfer,
+                       const std::string& path) {
+  const auto& shape = t.spec.shape;
+  const std::int64_t row = shape.size() <= 1 ? t.spec.numel() : shape.back();
+  const std::int64_t end = t.first + static_cast<std::int64_t>(t.data.size());
+  h5::Handle file_space = h5::dataspace_handle(H5_CHECK(H5Dget_space(dataset)));
+  for (std::int64_t at = t.first; at < end;) {
+    const std::int64_t r = at / row, c = at % row;
+    // A partial row, or as many whole rows as remain.
+    const std::int64_t rows = c != 0 || end - at < row ? 1 : (end - at) / row;
+    const std::int64_t cols = rows == 1 ? std::min(row - c, end - at) : row;
+    CHIMERA_CHECK(shape.size() <= 2 || (c == 0 && cols == row),
+                  "a part of tensor '{}' splits a row of its {} dimensions", t.spec.name,
+                  shape.size());
+    // Start and count over the dataset's dimensions: [r, c] of the [rows, row] view.
+    std::vector<hsize_t> start(shape.size(), 0), count(shape.begin(), shape.end());
+    if (shape.size() == 1) {
+      start[0] = static_cast<hsize_t>(c);
+      count[0] = static_cast<hsize_t>(cols);
+    } else {
+      start[0] = static_cast<hsize_t>(r);
+      count[0] = static_cast<hsize_t>(rows);
+      if (shape.size() == 2) {
+        start[1] = static_cast<hsize_t>(c);
+        count[1] = static_cast<hsize_t>(cols);
+      }
+    }
+    H5_CHECK(H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start.data(), nullptr,
+                                 count.data(), nullptr));
+    const hsize_t elements = static_cast<hsize_t>(rows * cols);
+    h5::Handle memory_space =
+        h5::dataspace_handle(H5_CHECK(H5Screate_simple(1, &elements, nullptr)));
+    errno = 0;
+    if (H5Dwrite(dataset, H5T_NATIVE_FLOAT, memory_space.get(), file_space.get(), transfer,
+                 t.data.data() + (at - t.first)) < 0)
+      return failed_io(fmt::format("writing elements [{}, {}) of tensor '{}'", at, at + rows * cols,
+                                   t.spec.name),
+                       errno, path);
+    at += rows * cols;
+  }
+  return {};
+}
+
 // Writes `data` into `dataset` in slabs of whole rows of the first dimension. Returns "" or
 // what failed (the caller agrees on failures with the other ranks before throwing).
 std::string write_tensor(hid_t dataset, const TensorData& t, hid_t transfer,
                          const std::string& path) {
   const auto& shape = t.spec.shape;
+  if (t.first != 0 || static_cast<std::int64_t>(t.data.size()) != t.spec.numel())
+    return write_part(dataset, t, transfer, path);
   if (shape.empty() || t.spec.numel() * 4 <= kMaxSlabBytes) {
     errno = 0;
     if (H5Dwrite(dataset, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, transfer, t.data.data()) < 0)
@@ -186,28 +235,32 @@ std::vector<RawPiece> write_file(MPI_Comm comm, const std::string& path,
   const detail::Collective group(comm);
   h5::silence_library_errors();
 
-  // Every rank must describe the same tensors and exactly one must own each: HDF5's collective
-  // metadata operations hang or corrupt the file otherwise.
+  // Every rank must describe the same tensors and their values must be given once (one owner,
+  // or parts that cover the tensor): HDF5's collective metadata operations hang or corrupt the
+  // file otherwise.
   const std::uint64_t fingerprint = tensor_list_fingerprint(tensors);
   group.agree(group.max(fingerprint) == fingerprint && group.max(~fingerprint) == ~fingerprint
                   ? ""
                   : fmt::format("{}ranks pass different tensor lists to the checkpoint writer",
                                 rank_prefix()),
               false);
-  std::vector<int> owners(tensors.size());
+  std::vector<int> given(tensors.size());  // values given, summed over the ranks
   std::string local_problem;
   for (std::size_t i = 0; i < tensors.size(); ++i) {
     const auto& t = tensors[i];
-    owners[i] = t.data.empty() ? 0 : 1;
-    if (!t.data.empty() && static_cast<std::int64_t>(t.data.size()) != t.spec.numel())
-      local_problem = fmt::format("{}tensor '{}' has {} values for shape {}", rank_prefix(),
-                                  t.spec.name, t.data.size(), h5::format_shape(t.spec.shape));
+    given[i] = static_cast<int>(t.data.size());
+    if (t.spec.numel() > INT_MAX || t.first < 0 ||
+        t.first + static_cast<std::int64_t>(t.data.size()) > t.spec.numel())
+      local_problem =
+          fmt::format("{}tensor '{}' has values [{}, {}) for shape {}", rank_prefix(), t.spec.name,
+                      t.first, t.first + t.data.size(), h5::format_shape(t.spec.shape));
   }
   group.agree(local_problem, false);
-  group.sum(owners);
+  group.sum(given);
   for (std::size_t i = 0; i < tensors.size(); ++i)
-    CHIMERA_CHECK(owners[i] == 1, "tensor '{}' has {} owners in the checkpoint writer, expected 1",
-                  tensors[i].spec.name, owners[i]);
+    CHIMERA_CHECK(given[i] == tensors[i].spec.numel(),
+                  "tensor '{}' is given {} values in the checkpoint writer, expected {}",
+                  tensors[i].spec.name, given[i], tensors[i].spec.numel());
 
   CheckpointMeta shared = meta;  // rank 0's, so that the attributes are identical everywhere
   group.broadcast(shared.step);
@@ -278,7 +331,7 @@ std::vector<RawPiece> write_file(MPI_Comm comm, const std::string& path,
       // Contiguous, allocated at creation, never filled: the values' bytes lie at one offset.
       const haddr_t offset = H5Dget_offset(datasets[i].get());
       CHIMERA_CHECK(offset != HADDR_UNDEF, "tensor '{}' has no file offset", tensors[i].spec.name);
-      pieces.push_back({static_cast<std::int64_t>(offset), tensors[i].data});
+      pieces.push_back({static_cast<std::int64_t>(offset) + tensors[i].first * 4, tensors[i].data});
     }
   }
 

@@ -1,5 +1,6 @@
 #include "chimera/optim/adamw.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "chimera/core/error.hpp"
@@ -26,6 +27,16 @@ backend::AdamWArgs adamw_args(const AdamWConfig& c, int step, double lr, double 
   a.eps = static_cast<float>(c.eps);
   a.grad_scale = static_cast<float>(grad_scale);
   return a;
+}
+
+std::vector<ParamRange> shard_ranges(std::span<const ParamRange> ranges, std::size_t begin,
+                                     std::size_t end) {
+  std::vector<ParamRange> out;
+  for (const ParamRange& r : ranges) {
+    const std::size_t lo = std::max(r.offset, begin), hi = std::min(r.offset + r.count, end);
+    if (lo < hi) out.push_back(ParamRange{lo - begin, hi - lo, r.weight_decay});
+  }
+  return out;
 }
 
 void adamw_step(backend::Backend& backend, const AdamWConfig& config, int step, double lr,

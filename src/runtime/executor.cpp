@@ -155,6 +155,14 @@ struct Executor::Impl {
     }
   }
 
+  // WaitGather(s): the stage's weights are whole again (the all-gather after the last optimizer
+  // step); with them the tied token table's, which the forwards of the first and last stages read.
+  void wait_gather(int stage) {
+    const auto label = [&] { return fmt::format("(step {})", step + 1); };
+    transport.wait_gather(stage_key.at(static_cast<std::size_t>(stage)), label);
+    if (stage == 0 || stage == sched.stages - 1) transport.wait_gather(tied_key, label);
+  }
+
   // Output of (pipe, stage) for `mb` goes to the mailbox: a Send takes it from there, or the
   // next stage on this same worker consumes it directly.
   double run_op(const Op& op, const MicroBatchInputs& in, float loss_scale) {
@@ -294,12 +302,14 @@ IterationResult Executor::run(std::int64_t step, const MicroBatchInputs& inputs,
         tail = now_seconds();
         x.wait_sums();
         break;
-      case InstrKind::WaitGather:
-        CHIMERA_CHECK(false,
-                      "worker {} was given a WaitGather, but the runtime keeps full "
-                      "optimizer state (lowering bug)",
-                      x.worker);
+      case InstrKind::WaitGather: {
+        const double t0 = now_seconds();
+        x.wait_gather(in.stage);
+        const double t1 = now_seconds();
+        if (t1 - t0 > 20e-6)
+          record(fmt::format("wait gather s{}", in.stage), io::TraceLane::P2P, t0, t1);
         break;
+      }
     }
     x.poll();
   }

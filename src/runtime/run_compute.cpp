@@ -6,6 +6,7 @@
 
 #include "chimera/backend/backend.hpp"
 #include "chimera/comm/agreement.hpp"
+#include "chimera/comm/sharded_sum.hpp"
 #include "chimera/core/error.hpp"
 #include "chimera/core/log.hpp"
 #include "chimera/model/activations.hpp"
@@ -32,6 +33,12 @@ class RealRunCompute final : public RunCompute {
 
   StageCompute& stages() override { return *compute_; }
   comm::SumFactory sum_factory() override {
+    if (state_->sharded()) {
+      return [state = &*state_](const comm::GradBuffer& g, MPI_Comm comm) {
+        const int key = g.stage >= 0 ? g.stage : model::kTiedStage;
+        return std::make_unique<comm::ShardedSum>(g, comm, state->weights(key));
+      };
+    }
     if (!grad_sums_) return {};
     return [sums = grad_sums_.get()](const comm::GradBuffer& g, MPI_Comm comm) {
       return sums->make(g, comm);
@@ -146,6 +153,14 @@ class EmulatedRunCompute final : public RunCompute {
   }
 
   StageCompute& stages() override { return *compute_; }
+  // With parallel.shard_optimizer the same reduce-scatter and all-gather as real compute; the
+  // gradient buffer stands in for the weights (emulation has none).
+  comm::SumFactory sum_factory() override {
+    if (!plan_.config.parallel.shard_optimizer) return {};
+    return [](const comm::GradBuffer& g, MPI_Comm comm) {
+      return std::make_unique<comm::ShardedSum>(g, comm, g.data);
+    };
+  }
   std::string describe() const override {
     return fmt::format("{} (cost {} ms)", to_string(ComputeMode::Emulate),
                        plan_.config.runtime.cost);

@@ -21,7 +21,8 @@ RunPlan RunPlan::make(const Config& config, int world_size, int rank) {
   req.virtual_stages = par.virtual_stages;
   req.max_in_flight = par.max_in_flight;
   p.schedule = schedule::make_schedule(req);
-  p.program = schedule::lower(p.schedule);
+  // A sharded optimizer's programs wait for each stage's gathered weights (WaitGather).
+  p.program = schedule::lower(p.schedule, {.shard_optimizer = par.shard_optimizer});
 
   p.model = model::GPT2Config::from(config.model);
   p.seq_len = config.data.seq_len;

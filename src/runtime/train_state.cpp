@@ -1,5 +1,6 @@
 #include "chimera/runtime/train_state.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "chimera/comm/agreement.hpp"
@@ -31,25 +32,55 @@ TrainState::TrainState(const RunPlan& plan, backend::Backend& backend, model::GP
       worker_(worker),
       comms_(comms),
       adamw_(optim::AdamWConfig::from(plan.config.train)) {
-  for (const int s : worker_.stages()) {
-    moments_[s] = std::make_unique<optim::AdamWMoments>(backend_, worker_.params(s).count);
-    for (const auto& t : worker_.layout().stage_tensors(s)) {
-      ranges_[s].push_back(optim::ParamRange{t.offset, t.numel, t.weight_decay});
+  // With parallel.shard_optimizer a holder keeps the moments of its shard only: that is the
+  // memory the sharding saves.
+  const bool shard = plan.config.parallel.shard_optimizer;
+  auto add = [&](int key, std::size_t count, MPI_Comm comm, std::vector<optim::ParamRange> ranges) {
+    std::size_t floats = count;
+    if (shard) {
+      const auto layout = comm::ShardLayout::of(count, comm);
+      ranges = optim::shard_ranges(ranges, layout.begin(), layout.end());
+      floats = layout.size();
+      shards_.emplace(key, Shard{layout});
     }
+    moments_[key] = std::make_unique<optim::AdamWMoments>(backend_, floats);
+    ranges_[key] = std::move(ranges);
+  };
+  for (const int s : worker_.stages()) {
+    std::vector<optim::ParamRange> ranges;
+    for (const auto& t : worker_.layout().stage_tensors(s))
+      ranges.push_back(optim::ParamRange{t.offset, t.numel, t.weight_decay});
+    add(s, worker_.params(s).count, comms_.stage(s), std::move(ranges));
   }
   if (worker_.holds_tied()) {
     const auto tied = worker_.tied_params();
-    moments_[model::kTiedStage] = std::make_unique<optim::AdamWMoments>(backend_, tied.count);
     // The padded rows take part: their parameters and gradients are zero, so they stay zero.
-    ranges_[model::kTiedStage] = {
-        optim::ParamRange{0, tied.count, worker_.layout().tied().weight_decay}};
+    add(model::kTiedStage, tied.count, comms_.tied(),
+        {optim::ParamRange{0, tied.count, worker_.layout().tied().weight_decay}});
   }
+}
+
+float* TrainState::weights(int key) {
+  return key == model::kTiedStage ? worker_.tied_params().data : worker_.params(key).data;
+}
+
+const float* TrainState::update_grads(int key) {
+  const float* g = key == model::kTiedStage ? worker_.tied_grads().data : worker_.grads(key).data;
+  return sharded() ? g + shard_layout(key).begin() : g;
 }
 
 double TrainState::local_grad_squares() {
   const auto& topo = plan_.topology;
   local_squares_.clear();
   double local = 0.0;
+  if (sharded()) {
+    // The shards of a buffer cover it once over its holders: every holder adds its own.
+    for (auto& [key, shard] : shards_) {
+      local += local_squares_[key] =
+          optim::sum_of_squares(backend_, update_grads(key), shard.layout.size());
+    }
+    return local;
+  }
   for (const int s : worker_.stages()) {
     if (topo.owns(s)) {
       const auto g = worker_.grads(s);
@@ -78,10 +109,9 @@ std::vector<int> TrainState::nonfinite_grad_stages() const {
 
 void TrainState::optimizer_step(int step, double lr, double grad_scale) {
   for (auto& [key, moments] : moments_) {
-    const bool tied = key == model::kTiedStage;
-    const auto p = tied ? worker_.tied_params() : worker_.params(key);
-    const auto g = tied ? worker_.tied_grads() : worker_.grads(key);
-    optim::adamw_step(backend_, adamw_, step + 1, lr, grad_scale, p.data, g.data, *moments,
+    float* p = weights(key);
+    if (sharded()) p += shard_layout(key).begin();  // the all-gather completes the rest
+    optim::adamw_step(backend_, adamw_, step + 1, lr, grad_scale, p, update_grads(key), *moments,
                       ranges_.at(key));
   }
 }
@@ -104,7 +134,7 @@ void TrainState::snapshot(CheckpointSnapshot& out, bool live_if_host) const {
   // The CPU backend's buffers hold each tensor contiguously in Hugging Face layout
   // (GPT2Worker::read_tensor is a plain copy), so they can be written as they are.
   out.live = live_if_host && plan_.config.runtime.backend == BackendKind::Cpu;
-  if (topo.replica != 0) return;
+  if (save_comm() == MPI_COMM_NULL) return;
   const auto all = worker_.layout().all();
   // Host copies (Hugging Face layout) of the tensors this rank owns: weights, then moments. The
   // buffers of an earlier snapshot are reused: allocating and first touching hundreds of MB
@@ -123,11 +153,40 @@ void TrainState::snapshot(CheckpointSnapshot& out, bool live_if_host) const {
     }
     out.tensors.push_back(io::TensorData{io::TensorSpec{std::move(name), t.shape}, data});
   };
+  // A sharded moment: the part of the tensor in this rank's shard, as it is (host memory, the
+  // CPU backend, Hugging Face layout) or copied.
+  auto add_part = [&](const model::TensorInfo& t, std::string name, const float* shard) {
+    io::TensorData d{io::TensorSpec{std::move(name), t.shape}, {}};
+    if (shard != nullptr) {
+      const auto& layout = shard_layout(t.stage);
+      const std::size_t lo = std::max(t.offset, layout.begin());
+      const std::size_t hi = std::min(t.offset + t.numel, layout.end());
+      if (lo < hi) {
+        std::span<const float> part(shard + (lo - layout.begin()), hi - lo);
+        if (!out.live) {
+          if (owned == out.host.size()) out.host.emplace_back();
+          auto& host = out.host[owned++];
+          host.assign(part.begin(), part.end());
+          part = host;
+        }
+        d.data = part;
+        d.first = static_cast<std::int64_t>(lo - t.offset);
+      }
+    }
+    out.tensors.push_back(std::move(d));
+  };
   for (const auto* t : all) {
-    const bool mine = owns_tensor(topo, *t);
+    const bool mine = topo.replica == 0 && owns_tensor(topo, *t);
     add(*t, t->name, mine ? worker_.params_of(*t) : nullptr);
   }
   for (const auto* t : all) {
+    if (sharded()) {
+      const auto it = moments_.find(t->stage);  // every holder writes its part
+      const auto* m = it != moments_.end() ? it->second.get() : nullptr;
+      add_part(*t, io::exp_avg_name(t->name), m != nullptr ? m->m.f32() : nullptr);
+      add_part(*t, io::exp_avg_sq_name(t->name), m != nullptr ? m->v.f32() : nullptr);
+      continue;
+    }
     const auto* m = owns_tensor(topo, *t) ? moments_.at(t->stage).get() : nullptr;
     add(*t, io::exp_avg_name(t->name), m != nullptr ? m->m.f32() : nullptr);
     add(*t, io::exp_avg_sq_name(t->name), m != nullptr ? m->v.f32() : nullptr);
@@ -139,7 +198,9 @@ void TrainState::snapshot(CheckpointSnapshot& out, bool live_if_host) const {
 
 MPI_Comm TrainState::save_comm() const {
   // Every owner is in replica 0, so only its pipeline group writes: D ranks, however many
-  // replicas hold the same weights.
+  // replicas hold the same weights. Sharded moments are spread over every replica: every rank
+  // writes its parts.
+  if (sharded()) return comms_.world();
   return plan_.topology.replica == 0 ? comms_.pipeline() : MPI_COMM_NULL;
 }
 
@@ -165,13 +226,26 @@ void TrainState::resume(const std::string& path) {
       loader.fetch(*t, t->name, host);
       worker_.write_tensor(*t, worker_.params_of(*t), host);
       loader.fetch(*t, io::exp_avg_name(t->name), host);
-      worker_.write_tensor(*t, m.m.f32(), host);
+      write_moment(*t, m.m.f32(), host);
       loader.fetch(*t, io::exp_avg_sq_name(t->name), host);
-      worker_.write_tensor(*t, m.v.f32(), host);
+      write_moment(*t, m.v.f32(), host);
     }
     loader.finish();
   });
   last_load_bytes_ = loader.total_bytes_read();
+}
+
+void TrainState::write_moment(const model::TensorInfo& t, float* moment,
+                              std::span<const float> host) {
+  if (!sharded()) {
+    worker_.write_tensor(t, moment, host);
+    return;
+  }
+  // The part of the tensor inside this rank's shard (host memory, Hugging Face layout).
+  const auto& layout = shard_layout(t.stage);
+  const std::size_t lo = std::max(t.offset, layout.begin());
+  const std::size_t hi = std::min(t.offset + t.numel, layout.end());
+  for (std::size_t i = lo; i < hi; ++i) moment[i - layout.begin()] = host[i - t.offset];
 }
 
 std::string TrainState::init(const std::string& path) {
@@ -218,6 +292,7 @@ std::optional<std::vector<float>> TrainState::host_tensor(const std::string& nam
     if (t->name != base) continue;
     std::vector<float> host(t->numel);
     const float* buffer = worker_.params_of(*t);
+    if (moment != 0 && sharded()) return std::nullopt;  // held as shards only
     if (moment != 0) {
       const auto& m = *moments_.at(t->stage);
       buffer = moment == 1 ? m.m.f32() : m.v.f32();

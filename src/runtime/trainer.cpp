@@ -341,6 +341,9 @@ void Trainer::Impl::run() {
       if (verdict.finite)
         compute->optimizer_step(static_cast<int>(step - guard.skipped_steps()), lr,
                                 optim::clip_scale(v.grad_norm, config.train.grad_clip));
+      // parallel.shard_optimizer: each rank updated its shard; the all-gathers of the weights
+      // overlap what comes before each stage's next forward, which waits for its own.
+      if (verdict.finite) transport.start_gathers();
       watchdog->phase("the reduction of the step's timings over all ranks");
       const StepStats s = reduce_step(world, r, iter_clock.seconds(),
                                       stages.peak_activation_bytes(), signals.received());
@@ -360,6 +363,7 @@ void Trainer::Impl::run() {
       m.peak_act_bytes = s.peak_act;
       m.skipped = verdict.skip;
       m.skipped_steps = guard.skipped_steps();
+      if (validation && validation->due(step)) transport.wait_gathers();  // whole weights
       if (validation && verdict.finite) m.val_loss = validation->after_step(step);
       report.step(m, s, verdict.finite);
       if (m.val_loss) validation->print_sample(fmt::format("after step {}", step + 1));
@@ -379,6 +383,7 @@ void Trainer::Impl::run() {
         io::CheckpointMeta meta{step + 1, config.train.seed, cursor + plan.global_batch(),
                                 config.to_toml()};
         meta.skipped_steps = guard.skipped_steps();
+        transport.wait_gathers();  // a checkpoint holds the whole weights
         checkpointing->save(compute->state(), meta, last_save);
       }
       if (s.stop() || stop_here) {
@@ -390,6 +395,7 @@ void Trainer::Impl::run() {
         break;
       }
     }
+    transport.wait_gathers();  // the run ends with whole weights
     trace.write();
   } catch (const comm::AgreedError&) {
     throw;  // every rank leaves together (a failed save), with one message

@@ -38,7 +38,7 @@ void Validation::before_training(std::int64_t step) {
 }
 
 std::optional<double> Validation::after_step(std::int64_t step) {
-  if ((step + 1) % plan_.config.train.eval_every != 0) return std::nullopt;
+  if (!due(step)) return std::nullopt;
   return evaluator_.evaluate();
 }
 

@@ -29,6 +29,7 @@ class Validation {
   void before_training(std::int64_t step);
   // Collective, after `step`: its validation loss when one is due.
   std::optional<double> after_step(std::int64_t step);
+  bool due(std::int64_t step) const { return (step + 1) % plan_.config.train.eval_every == 0; }
   // Collective over replica 0: a sample, the same seed every time so that samples of different
   // steps compare; rank 0 prints it.
   void print_sample(const std::string& when);

@@ -29,6 +29,9 @@ class MpiTransport final : public Transport {
   void start_sum(int key) override;
   bool progress() override;
   void wait_sums(const WaitLabel& context) override;
+  void start_gathers() override;
+  void wait_gather(int key, const WaitLabel& context) override;
+  void wait_gathers() override;
   std::vector<SumTiming> sum_timings() const override;
   std::string peer_name(int worker) const override;
 

@@ -56,9 +56,21 @@ class StageSum {
   void finish(const std::function<void()>& others, const WaitPolicy& policy,
               const WaitLabel& context);
 
+  // A sharded sum's second half (sharded_sum.hpp): once the optimizer has updated this rank's
+  // shard, the all-gather that returns the full weights. A no-op for a whole-buffer sum.
+  void start_gather();
+  bool test_gather();  // true once the weights are whole (or no gather was started)
+  bool gathering() const { return gathering_; }
+  // Waits until the weights are whole, testing `others` meanwhile, as finish().
+  void finish_gather(const std::function<void()>& others, const WaitPolicy& policy,
+                     const WaitLabel& context);
+
  protected:
   virtual void begin() = 0;    // starts the sum of buffer()
   virtual bool arrived() = 0;  // tests it; called until true
+  virtual bool gathers() const { return false; }
+  virtual void begin_gather() {}
+  virtual bool gather_arrived() { return true; }
   // " over ranks 0, 2 (hosts n1, n3)" where the job spans hosts (rank_hosts.hpp), else "".
   virtual std::string participants() const { return ""; }
   // Only when the watchdog trips: which participants answer no probe (peer_probe.hpp), as
@@ -66,10 +78,15 @@ class StageSum {
   virtual std::string silent_participants() const { return ""; }
 
  private:
+  // Waits while (this->*busy)() holds, testing `others`; `what` starts the watchdog's label.
+  void await(bool (StageSum::*busy)() const, const char* what, const std::function<void()>& others,
+             const WaitPolicy& policy, const WaitLabel& context);
+
   GradBuffer buffer_;
   SumTiming timing_;
   bool started_ = false;
   bool running_ = false;
+  bool gathering_ = false;
 };
 
 // MPI_Iallreduce in place over `comm`.
@@ -96,9 +113,14 @@ class StageSums {
   // `comm` MPI_COMM_NULL registers nothing and returns -1; keys are stable across iterations.
   int add(const GradBuffer& buffer, MPI_Comm comm, const SumFactory& make = {});
   void start(int key) { sums_.at(static_cast<std::size_t>(key))->start(); }
-  bool poll();  // tests every running sum; true while any still runs
+  bool poll();  // tests every running sum and gather; true while any still runs
   // Waits for every sum; each must have started this iteration.
   void wait_all(const WaitPolicy& policy, const WaitLabel& context = {});
+  // Sharded sums: after the optimizer step, starts every all-gather of the updated weights; then
+  // waits for the one of `key` (-1: none), or for all of them.
+  void start_gathers();
+  void wait_gather(int key, const WaitPolicy& policy, const WaitLabel& context = {});
+  void wait_gathers(const WaitPolicy& policy, const WaitLabel& context = {});
   std::vector<SumTiming> timings() const;
   int size() const { return static_cast<int>(sums_.size()); }
 

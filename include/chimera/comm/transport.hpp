@@ -44,6 +44,13 @@ class Transport {
   // Blocks until every started sum has arrived; `context` ends the label of a wait that never
   // ends. Clears the timings of the previous call.
   virtual void wait_sums(const WaitLabel& context) = 0;
+  // A sharded optimizer's all-gathers of the updated weights (sharded_sum.hpp): started after
+  // the optimizer step, awaited for one summed buffer (its key; -1 none) before the stage's
+  // first forward of the next iteration, or all of them (before a save, a validation, the end).
+  // A transport whose sums are whole has none to start or await.
+  virtual void start_gathers() {}
+  virtual void wait_gather(int /*key*/, const WaitLabel& /*context*/) {}
+  virtual void wait_gathers() {}
   // When this iteration's sums started and completed (for traces).
   virtual std::vector<SumTiming> sum_timings() const = 0;
 

@@ -31,10 +31,14 @@ struct TensorSpec {
 };
 
 // A tensor as one rank passes it to the writer: every rank lists every tensor (same names,
-// shapes and order); `data` is non-empty on exactly one rank, the tensor's owner.
+// shapes and order); `data` is non-empty on exactly one rank, the tensor's owner, or holds a part
+// of it: elements [first, first + data.size()) of the flattened tensor (a sharded optimizer's
+// moments, each part written by its holder), the parts covering the tensor once over the ranks.
+// A part of a tensor of more than two dimensions must be whole rows of its last dimension.
 struct TensorData {
   TensorSpec spec;
   std::span<const float> data;
+  std::int64_t first = 0;
 };
 
 struct CheckpointMeta {

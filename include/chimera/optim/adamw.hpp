@@ -5,6 +5,7 @@
 // the flag). Global-norm clipping rides on the update as a gradient scale, so it costs no pass.
 #include <cstddef>
 #include <span>
+#include <vector>
 
 #include "chimera/backend/buffer.hpp"
 #include "chimera/core/config.hpp"
@@ -26,6 +27,11 @@ struct ParamRange {
   std::size_t count = 0;
   bool weight_decay = false;
 };
+
+// The parts of `ranges` inside [begin, end) of their buffer, with offsets from `begin`: the
+// ranges of one shard of the buffer (a sharded optimizer updates only its shard).
+std::vector<ParamRange> shard_ranges(std::span<const ParamRange> ranges, std::size_t begin,
+                                     std::size_t end);
 
 // The two moments of one parameter buffer, laid out like it (checkpoints read them through the
 // model's tensor copies, under optim/exp_avg/<name> and optim/exp_avg_sq/<name>).

@@ -12,6 +12,7 @@
 
 #include "chimera/backend/backend.hpp"
 #include "chimera/comm/communicators.hpp"
+#include "chimera/comm/sharded_sum.hpp"
 #include "chimera/io/checkpoint.hpp"
 #include "chimera/model/worker.hpp"
 #include "chimera/optim/adamw.hpp"
@@ -68,11 +69,23 @@ class TrainState {
   std::int64_t last_load_bytes() const { return last_load_bytes_; }
 
   // A held tensor (or AdamW moment, optim/exp_avg[_sq]/<name>) in Hugging Face layout; nullopt
-  // when this worker holds no copy.
+  // when this worker holds no copy (with parallel.shard_optimizer, no moment is held whole).
   std::optional<std::vector<float>> host_tensor(const std::string& name) const;
+
+  // parallel.shard_optimizer: this rank's shard of each held buffer (key: model stage, or
+  // model::kTiedStage), over the buffer's communicator (the stage's, or the tied one).
+  bool sharded() const { return !shards_.empty(); }
+  const comm::ShardLayout& shard_layout(int key) const { return shards_.at(key).layout; }
+  // The full weights of a held buffer, which the all-gather completes.
+  float* weights(int key);
 
  private:
   std::vector<io::TensorSpec> specs(bool with_moments) const;
+  // The full gradient of a held buffer, or with sharding its shard's sum (in place).
+  const float* update_grads(int key);
+  // Stores a moment tensor read from a checkpoint (Hugging Face layout): whole, or its part in
+  // this rank's shard.
+  void write_moment(const model::TensorInfo& t, float* moment, std::span<const float> host);
 
   const RunPlan& plan_;
   backend::Backend& backend_;
@@ -83,6 +96,10 @@ class TrainState {
   std::map<int, std::unique_ptr<optim::AdamWMoments>> moments_;
   std::map<int, std::vector<optim::ParamRange>> ranges_;
   std::map<int, double> local_squares_;  // the last local_grad_squares(), per buffer key
+  struct Shard {
+    comm::ShardLayout layout;  // the reduce-scatter leaves the sum in this part of the gradient
+  };
+  std::map<int, Shard> shards_;  // empty unless parallel.shard_optimizer
   std::int64_t last_load_bytes_ = 0;
 };
 

@@ -27,12 +27,14 @@ struct Case {
   std::string precision = "fp32";
   int stages = 0;
   int ranks = 0;
+  bool shard_optimizer = false;  // parallel.shard_optimizer in the pipelined run
 };
 
 std::string name(const Case& c, int d, int w) {
-  return fmt::format("{}{}{}{} D={} W={} N={} wait={} {}", c.scheme, c.variant.empty() ? "" : " ",
+  return fmt::format("{}{}{}{} D={} W={} N={} wait={} {}{}", c.scheme, c.variant.empty() ? "" : " ",
                      c.variant, c.pipes ? fmt::format(" pipes={}", c.pipes) : "", d, w,
-                     c.micro_batches_per_stage * d, c.wait, c.precision);
+                     c.micro_batches_per_stage * d, c.wait, c.precision,
+                     c.shard_optimizer ? " sharded" : "");
 }
 
 void expect_equal_to_single_process(const Case& c, int d) {
@@ -47,6 +49,7 @@ void expect_equal_to_single_process(const Case& c, int d) {
   cfg.parallel.virtual_stages = c.virtual_stages;
   cfg.runtime.wait = parse_enum<WaitMode>(c.wait);
   cfg.runtime.precision = c.precision;
+  cfg.parallel.shard_optimizer = c.shard_optimizer;
   const auto pipelined = train(cfg, MPI_COMM_WORLD);
 
   // The reference: one process, no pipeline, the same W*N*B samples per step.
@@ -161,6 +164,22 @@ TEST(EqualityPrecision, Bf16ReferenceIsNotFp32) {
   const auto bf16 = train(cfg, MPI_COMM_SELF);
   EXPECT_NE(bf16->losses(), fp32->losses()) << "the bf16-emulated run trained in fp32";
 }
+
+// The same property with the optimizer state sharded over each stage's holders: the summed
+// gradient reaches AdamW as a reduce-scatter's shards, the weights return by an all-gather.
+Case sharded(Case c) {
+  c.shard_optimizer = true;
+  return c;
+}
+
+INSTANTIATE_TEST_SUITE_P(ShardedOptimizer, Equality,
+                         ::testing::Values(sharded({"gpipe", "", 0, 1, 1}),
+                                           sharded({"interleaved", "", 0, 2, 1}),
+                                           sharded({"zb-h1", "", 0, 1, 1}),
+                                           sharded({"chimera", "direct", 0, 1, 1}),
+                                           sharded({"chimera", "halving", 0, 1, 2}),
+                                           sharded({"chimera-zb", "", 0, 1, 2})),
+                         test_name);
 
 }  // namespace
 }  // namespace chimera::testing

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <memory>
 #include <random>
 #include <vector>
 
@@ -73,6 +74,38 @@ TEST(AdamW, ThreeStepsMatchTorchFormulasWithDecayMaskAndGaps) {
     EXPECT_NEAR(m[i], ref_m[i], 1e-6 * (std::abs(ref_m[i]) + 1e-2)) << "exp_avg " << i;
     EXPECT_NEAR(v[i], ref_v[i], 1e-6 * (std::abs(ref_v[i]) + 1e-2)) << "exp_avg_sq " << i;
   }
+}
+
+// A sharded optimizer updates each shard of a buffer with the shard's moments and the tensors'
+// decay ranges cut to the shard: the same bits as one update of the whole buffer.
+TEST(AdamW, ShardsUpdatedApartEqualTheWholeUpdateBitwise) {
+  auto be = backend::make_backend(BackendKind::Cpu);
+  const AdamWConfig c{0.9, 0.95, 1e-8, 0.1};
+  const std::size_t n = 100;
+  const std::vector<ParamRange> ranges{{0, 40, true}, {48, 52, false}};
+  std::mt19937 rng(5);
+  std::normal_distribution<float> normal(0.0F, 1.0F);
+  std::vector<float> whole(n), g(n);
+  for (auto& x : whole) x = normal(rng);
+  std::vector<float> sharded = whole;
+  AdamWMoments moments(*be, n);
+  // Shards of 35 floats: cuts inside the decayed range and inside the gap.
+  const std::size_t cuts[] = {0, 35, 70, 100};
+  std::vector<std::unique_ptr<AdamWMoments>> shard_moments;
+  for (int i = 0; i < 3; ++i)
+    shard_moments.push_back(std::make_unique<AdamWMoments>(*be, cuts[i + 1] - cuts[i]));
+  EXPECT_EQ(shard_ranges(ranges, 35, 70).size(), 2U);  // [35, 40) decays, [48, 70) does not
+  EXPECT_EQ(shard_ranges(ranges, 35, 70)[1].offset, 13U);
+  for (int t = 1; t <= 3; ++t) {
+    for (auto& x : g) x = normal(rng);
+    adamw_step(*be, c, t, 1e-2, 0.5, whole.data(), g.data(), moments, ranges);
+    for (int i = 0; i < 3; ++i) {
+      adamw_step(*be, c, t, 1e-2, 0.5, sharded.data() + cuts[i], g.data() + cuts[i],
+                 *shard_moments[static_cast<std::size_t>(i)],
+                 shard_ranges(ranges, cuts[i], cuts[i + 1]));
+    }
+  }
+  EXPECT_EQ(sharded, whole);
 }
 
 TEST(AdamW, ArgsAreBiasCorrected) {

@@ -9,6 +9,7 @@
 #include <exception>
 #include <map>
 #include <random>
+#include <set>
 #include <thread>
 
 #include "chimera/comm/loopback_transport.hpp"
@@ -52,8 +53,19 @@ class ToyCompute final : public StageCompute {
 
   std::size_t message_floats() const override { return kFloats; }
 
+  // A sharded optimizer's programs: the stages (-1: tied) whose weights were awaited since the
+  // last optimizer step; a forward must find its stage's there (and at either end the tied one).
+  void require_whole_weights(const std::set<int>* whole) { whole_ = whole; }
+
   float forward(int stage, int mb, const float* in, const std::int32_t* tokens,
                 const std::int32_t* targets, float* out, float loss_scale) override {
+    if (whole_ != nullptr) {
+      EXPECT_TRUE(whole_->contains(stage)) << "forward of stage " << stage << " before its gather";
+      if (stage == 0 || stage == stages_ - 1) {
+        EXPECT_TRUE(whole_->contains(-1))
+            << "forward of stage " << stage << " before the tied gather";
+      }
+    }
     // Training forwards carry the loss gradient's scale (the last stage computes it there);
     // evaluation forwards carry none.
     EXPECT_EQ(loss_scale != 0.0F, !inference_);
@@ -127,6 +139,43 @@ class ToyCompute final : public StageCompute {
   std::map<int, std::vector<float>> grads_;  // stage (-1: tied) -> gradient
   std::vector<float> tied_pending_;
   std::map<std::pair<int, int>, std::vector<float>> saved_x_, saved_dy_;
+  const std::set<int>* whole_ = nullptr;
+};
+
+// The loopback transport, recording which buffers' gathered weights the executor awaited
+// (sharded optimizer); start_gathers() (after the optimizer step) makes every buffer's stale.
+class GatherRecorder final : public comm::Transport {
+ public:
+  explicit GatherRecorder(comm::Transport& inner) : inner_(inner) {}
+  const std::set<int>& whole() const { return whole_; }
+
+  Request post_recv(const schedule::Message& m, float* buffer) override {
+    return inner_.post_recv(m, buffer);
+  }
+  Request send(const schedule::Message& m, const float* buffer) override {
+    return inner_.send(m, buffer);
+  }
+  bool test(Request r) override { return inner_.test(r); }
+  void wait(Request r, const comm::WaitLabel& label) override { inner_.wait(r, label); }
+  int add_sum(const GradBuffer& buffer) override {
+    const int key = inner_.add_sum(buffer);
+    stage_of_key_[key] = buffer.stage;
+    return key;
+  }
+  void start_sum(int key) override { inner_.start_sum(key); }
+  bool progress() override { return inner_.progress(); }
+  void wait_sums(const comm::WaitLabel& context) override { inner_.wait_sums(context); }
+  void start_gathers() override { whole_.clear(); }
+  void wait_gather(int key, const comm::WaitLabel& /*context*/) override {
+    if (key >= 0) whole_.insert(stage_of_key_.at(key));
+  }
+  std::vector<comm::SumTiming> sum_timings() const override { return inner_.sum_timings(); }
+  std::string peer_name(int worker) const override { return inner_.peer_name(worker); }
+
+ private:
+  comm::Transport& inner_;
+  std::map<int, int> stage_of_key_;
+  std::set<int> whole_;
 };
 
 struct Expected {
@@ -176,11 +225,14 @@ struct RunResult {
 };
 
 // Runs `iterations` of `program` on replicas x workers threads; rethrows the first failure.
+// `sharded`: the program has WaitGathers, and each forward checks that its stage's weights were
+// awaited since the last optimizer step (start_gathers between iterations).
 RunResult run_loopback(const Schedule& s, const schedule::Program& program, int replicas,
-                       int iterations, double timeout_s = 20.0) {
+                       int iterations, double timeout_s = 20.0, bool sharded = false) {
   comm::LoopbackHub hub(kFloats, timeout_s);
   const int D = s.workers;
-  std::vector<std::unique_ptr<comm::LoopbackTransport>> transports;
+  std::vector<std::unique_ptr<comm::LoopbackTransport>> loopbacks;
+  std::vector<std::unique_ptr<GatherRecorder>> transports;
   std::vector<std::unique_ptr<ToyCompute>> computes;
   std::vector<std::unique_ptr<Executor>> executors;
   std::vector<MicroBatchInputs> inputs(static_cast<std::size_t>(replicas * D));
@@ -197,8 +249,10 @@ RunResult run_loopback(const Schedule& s, const schedule::Program& program, int 
           }
         }
       }
-      transports.push_back(std::make_unique<comm::LoopbackTransport>(hub, r, w));
+      loopbacks.push_back(std::make_unique<comm::LoopbackTransport>(hub, r, w));
+      transports.push_back(std::make_unique<GatherRecorder>(*loopbacks.back()));
       computes.push_back(std::make_unique<ToyCompute>(s.stages, held, s.forward_only));
+      if (sharded) computes.back()->require_whole_weights(&transports.back()->whole());
       executors.push_back(
           std::make_unique<Executor>(s, program, w, *computes.back(), *transports.back()));
       for (int m = 0; m < s.schedule_micro_batches; ++m) {
@@ -229,6 +283,7 @@ RunResult run_loopback(const Schedule& s, const schedule::Program& program, int 
           computes[k]->zero_grad();
           const IterationResult res = executors[k]->run(it, inputs[k], 1.0F, nullptr, 0.0);
           losses[k] = res.loss_sum;
+          transports[k]->start_gathers();  // the optimizer step: every weight is stale
         }
       } catch (...) {
         errors[k] = std::current_exception();
@@ -306,6 +361,16 @@ std::vector<Schedule> grid() {
 TEST(ExecutorLoopback, EveryGeneratorGivesTheSequentialGradients) {
   for (const Schedule& s : grid()) {
     for (const int replicas : {1, 2}) expect_right_gradients(s, replicas);
+  }
+}
+
+// With a sharded optimizer every forward of a stage finds the stage's weights (and at either end
+// the tied table's) awaited since the last optimizer step: the program's WaitGathers, which the
+// executor turns into the transport's waits.
+TEST(ExecutorLoopback, ShardedProgramsAwaitEachStagesWeightsBeforeItsForwards) {
+  for (const Schedule& s : grid()) {
+    const schedule::Program program = schedule::lower(s, {.shard_optimizer = true});
+    run_loopback(s, program, 2, 2, 20.0, /*sharded=*/true);
   }
 }
 

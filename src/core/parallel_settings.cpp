@@ -10,9 +10,9 @@
 namespace chimera {
 
 const std::vector<std::string>& scheme_names() {
-  static const std::vector<std::string> names = {"gpipe",       "1f1b",    "gems",
-                                                 "interleaved", "chimera", "zb-h1",
-                                                 "chimera-zb",  "zb-v",    "dualpipev"};
+  static const std::vector<std::string> names = {"gpipe",     "1f1b",   "gems",       "interleaved",
+                                                 "chimera",   "zb-h1",  "chimera-zb", "zb-v",
+                                                 "dualpipev", "v-half", "v-min"};
   return names;
 }
 

@@ -40,6 +40,10 @@ Schedule zb_h1(int D, int N);               // zero-bubble H1: backward split in
 // The V placements: stages = 2D, worker w holds stages w and 2D-1-w (detail in docs/schedules.md).
 Schedule zb_v(int D, int N);       // zero-bubble V: I/W split, W's fill the bubbles, peak D
 Schedule dualpipev(int D, int N);  // DeepSeek's DualPipeV, F&B pairs run in turn; N >= 2D
+// Controllable memory (gen_v_half_min.cpp): about 1/2 and 1/3 of 1F1B's activations, W's at free
+// slots of a 6-slot pattern per micro-batch.
+Schedule v_half(int D, int N);
+Schedule v_min(int D, int N);
 // Chimera with `pipes` = 2f pipelines (f down, f up; f divides D/2) and variant
 // direct (N = kD, units concatenated), doubling (one forward op covers two micro-batches) or
 // halving (micro-batches split in two halves, mb_split = 2; forward ops cover two halves).

@@ -171,11 +171,12 @@ Run add_schedule_command(CLI::App& app) {
       "the most micro-batches whose activations a worker holds at once, as the simulator's "
       "peak activations count them (default D): chimera-zb's memory knob (at least Chimera's "
       "own peak, D), or --search's cap");
-  sub->add_option("--cost", options->cost,
-                  "op costs F:B or F:B:W for the simulation (grid, csv, svg), per micro-batch "
-                  "through 1/D of the model. A doubled forward costs 2F, a halved backward B/2; "
-                  "zb-h1, zb-v and dualpipev split B into I = B - W and W (I = W = B/2 without W). "
-                  "Default 1:1");
+  sub->add_option(
+      "--cost", options->cost,
+      "op costs F:B or F:B:W for the simulation (grid, csv, svg), per micro-batch "
+      "through 1/D of the model. A doubled forward costs 2F, a halved backward B/2; "
+      "zb-h1, zb-v, dualpipev, v-half and v-min split B into I = B - W and W (I = W = B/2 "
+      "without W). Default 1:1");
   sub->add_option("--allreduce", options->allreduce,
                   "time to move one stage's gradient once, in --cost units (default 0: no "
                   "allreduce). A stage's allreduce over r replicas takes 2(r-1)/r of it "

@@ -27,7 +27,9 @@ std::vector<Row> comparison_rows(int D, int N, int v) {
           row("chimera direct", "chimera", "direct"),
           row("chimera doubling", "chimera", "doubling"),
           row("chimera halving", "chimera", "halving"),
-          row("chimera direct, 4 pipes", "chimera", "direct", 4)};
+          row("chimera direct, 4 pipes", "chimera", "direct", 4),
+          row("v-half", "v-half"),
+          row("v-min", "v-min")};
 }
 
 }  // namespace
@@ -36,8 +38,9 @@ std::string render_comparison(int D, int N, int virtual_stages) {
   const Costs equal = Costs::forward_backward(1, 1);
   const Costs double_backward = Costs::forward_backward(1, 2);
   std::string out = fmt::format(
-      "Schemes for D={} stages, N={} micro-batches. Makespan in units of F; zb-h1, zb-v and "
-      "dualpipev split B into I = W = B/2.\nPeak activations in micro-batches per worker, weights "
+      "Schemes for D={} stages, N={} micro-batches. Makespan in units of F; the schemes with a "
+      "split backward (zb-h1, zb-v, dualpipev, v-half, v-min) split B into I = W = B/2.\nPeak "
+      "activations in micro-batches per worker, weights "
       "in stages of 1/D of the model per worker.\n\n",
       D, N);
   const auto header =

@@ -290,6 +290,8 @@ std::vector<Schedule> grid() {
       add("chimera", D, N, "halving");
       add("chimera-zb", D, N);
       if ((N / 2) % 2 == 0) add("chimera", D, N, "doubling");
+      add("v-half", D, N);
+      add("v-min", D, N);
     }
   }
   add("chimera", 8, 16, "direct", 4);
@@ -298,6 +300,8 @@ std::vector<Schedule> grid() {
   add("1f1b", 5, 7);
   add("zb-v", 3, 1);  // fewer micro-batches than workers
   add("dualpipev", 3, 7);
+  add("v-half", 3, 1);
+  add("v-min", 3, 2);
   return out;
 }
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 BASELINES = ("gpipe", "1f1b", "gems")
-NEWER = ("zb-h1", "chimera-zb", "zb-v", "dualpipev")
+NEWER = ("zb-h1", "chimera-zb", "zb-v", "dualpipev", "v-half", "v-min")
 PAPER_RANGE = "1.16x-2.34x"
 
 

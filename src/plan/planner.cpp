@@ -67,7 +67,9 @@ std::vector<SchemeChoice> default_scheme_choices() {
           {"zb-h1", "", 0, 0},
           {"chimera-zb", "", 0, 0},
           {"zb-v", "", 0, 0},
-          {"dualpipev", "", 0, 0}};
+          {"dualpipev", "", 0, 0},
+          {"v-half", "", 0, 0},
+          {"v-min", "", 0, 0}};
 }
 
 PlanResult plan(const PlanRequest& r, Predictor& predict) {

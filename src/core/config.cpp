@@ -130,8 +130,8 @@ std::vector<Field> fields(Config& c) {
       {"parallel", "virtual", &c.parallel.virtual_stages,
        "interleaved: model stages per worker (0 = 2)"},
       {"parallel", "max_in_flight", &c.parallel.max_in_flight,
-       "chimera-zb: the most micro-batches whose activations a worker holds at once (0 = D); "
-       "at least Chimera's own peak, D"},
+       "chimera-zb: the most chunk-activations (a micro-batch through 1/(2D) of the model) a "
+       "worker holds at once (0 = 2D); at least Chimera's own peak, 2D"},
       {"parallel", "recompute", &c.parallel.recompute, "recompute activations in the backward"},
       {"parallel", "partition", &c.parallel.partition,
        "explicit blocks per model stage, e.g. [3,3,2,2] (empty = balanced)"},

@@ -71,7 +71,7 @@ const std::vector<SchemeSetting>& scheme_settings() {
        [](const SchemeSettings& s) { return s.virtual_stages >= 0; }},
       {"max_in_flight",
        {"chimera-zb"},
-       "0 (= D) or micro-batches held per worker, >= D",
+       "0 (= 2D) or chunk-activations held per worker, >= 2D",
        [](const SchemeSettings& s) { return number_given(s.max_in_flight, s.max_in_flight == 0); },
        [](const SchemeSettings& s) { return s.max_in_flight >= 0; }},
   };

@@ -21,7 +21,7 @@ struct ScheduleRequest {
   std::string variant;     // chimera: direct (default) | doubling | halving
   int pipes = 0;           // chimera: 2f pipelines (0 = 2); other schemes: 0 or their own count
   int virtual_stages = 0;  // interleaved: v model stages per worker (0 = 2); others: 0 or 1
-  int max_in_flight = 0;   // chimera-zb: most micro-batches held per worker (0 = D)
+  int max_in_flight = 0;   // chimera-zb: most chunk-activations per worker (0 = 2D), simulate.hpp
 };
 
 // The generated schemes make_schedule accepts, in the order tables list them (and file:PATH);
@@ -49,7 +49,7 @@ Schedule v_min(int D, int N);
 // halving (micro-batches split in two halves, mb_split = 2; forward ops cover two halves).
 Schedule chimera(int D, int N, const std::string& variant, int pipes);
 // Chimera's two pipelines with split backward: Chimera direct's F and I order, W ops filling the
-// bubbles (gen_chimera_zb.cpp); at most `max_in_flight` micro-batches held per worker (0 = D).
+// bubbles (gen_chimera_zb.cpp); at most `max_in_flight` chunk-activations per worker (0 = 2D).
 Schedule chimera_zb(int D, int N, int max_in_flight);
 
 // The forward-only schedule of evaluation: `training`'s F ops in the same order on the same

@@ -14,8 +14,9 @@
              the same step (target: within 3%).
   schemes    the split-backward schedules against the anchors: chimera-zb, chimera (direct,
              halving), zb-h1 and 1f1b at D in {8, 16}, N = 2D, W = 1, F:B:W = 20:40:20 ms (I = W
-             = B/2); measured iteration time next to the simulator's, and each scheme against
-             chimera-zb.
+             = B/2), and the controllable-memory V's, v-half and v-min; measured iteration time
+             next to the simulator's, and each scheme against chimera-zb. `--only NAME` (repeated)
+             runs those schemes and chimera-zb, the reference, alone.
 
 Usage: bench/pipeline_emulation.py [emulation|overlap|overhead|schemes ...] [--chimera BIN] [--cost F:B]
                                    [--wait doorbell|poll]
@@ -97,8 +98,13 @@ def schemes(a):
         n = 2 * d
         rows_out = []
         for scheme, variant in (("chimera-zb", ""), ("chimera", "direct"),
-                                ("chimera", "halving"), ("zb-h1", ""), ("1f1b", "")):
+                                ("chimera", "halving"), ("zb-h1", ""), ("1f1b", ""),
+                                ("v-half", ""), ("v-min", "")):
+            if a.only and scheme != "chimera-zb" and scheme not in a.only:
+                continue
             extra = ["--set", f"parallel.variant={variant}"] if variant else []
+            if scheme.startswith("v-"):  # a V cuts the model into 2D stages of a block or more
+                extra += ["--set", f"model.n_layer={max(16, 2 * d)}"]
             if variant == "halving":  # half micro-batches: the configured one holds two samples
                 extra += ["--set", "parallel.micro_batch_size=2"]
             out, rows = train(a.chimera, d, [
@@ -184,6 +190,8 @@ def main():
     p.add_argument("--cost", help="emulated F:B[:W] in ms (default 20:40 for emulation, 10:20 "
                    "for overlap, 20:40:20 for schemes)")
     p.add_argument("--steps", type=int, default=4, help="steps per run (the first warms up)")
+    p.add_argument("--only", action="append", default=[],
+                   help="schemes: run only this scheme (repeatable) and chimera-zb")
     p.add_argument("--wait", default="doorbell", choices=["doorbell", "poll"],
                    help="emulation: how waiting ranks sleep (runtime.wait)")
     a = p.parse_args()

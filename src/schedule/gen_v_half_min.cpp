@@ -95,11 +95,9 @@ void place_w(WorkerSlots& w, bool split) {
     }
 }
 
-// The most chunks' activations the worker holds after any slot: an F adds one, a W frees one.
-// Without W lists, the W's run in the free slots as place_w puts them.
-int peak(const WorkerSlots& w) {
-  const std::vector<int> at = slot_kinds(w);
-  const bool placed = w.size() > 4;
+// The most chunks' activations the worker holds after any slot, from what sits at each slot: an F
+// adds one, a W frees one. Without placed W's, they run in the free slots as place_w puts them.
+int peak(const std::vector<int>& at, bool placed) {
   int held = 0;
   int most = 0;
   int pending = 0;
@@ -114,6 +112,10 @@ int peak(const WorkerSlots& w) {
     most = std::max(most, held);
   }
   return most;
+}
+
+int peak(const WorkerSlots& w) {
+  return peak(slot_kinds(w), w.size() > 4);
 }
 
 // The earliest slot op (kind, mb) of worker i may take: after its inputs and its predecessor in
@@ -140,9 +142,11 @@ void squeeze(std::vector<WorkerSlots>& all, bool with_w) {
   int cap = 0;
   for (const WorkerSlots& w : all) cap = std::max(cap, peak(w));
   std::vector<std::vector<bool>> taken;
+  std::vector<std::vector<int>> at;  // [worker][slot]: the kind there now, -1 free
   std::vector<std::tuple<std::int64_t, int, int, int>> order;  // slot, worker, kind, mb
   for (int i = 0; i < static_cast<int>(all.size()); ++i) {
     taken.emplace_back(static_cast<std::size_t>(last_slot(all[i]) + 1), false);
+    at.push_back(slot_kinds(all[i]));
     for (int k = 0; k < static_cast<int>(all[i].size()); ++k)
       for (int m = 0; m < static_cast<int>(all[i][k].size()); ++m)
         order.emplace_back(all[i][k][m], i, k, m);
@@ -156,13 +160,18 @@ void squeeze(std::vector<WorkerSlots>& all, bool with_w) {
     if (phase == kSteady && kind == kF0 && mb == N - 1) phase = kCoolDown;
     std::int64_t& t = all[i][kind][mb];
     if (!stay) {
+      // With the W's placed only an earlier F can raise the peak (an I holds on, a W frees).
+      const bool check = !with_w || kind == kF0 || kind == kF1;
+      at[i][slot] = -1;
       bool moved = false;
       for (std::int64_t to = earliest(all, i, kind, mb); to < slot && !moved; ++to) {
         if (taken[i][to]) continue;
-        t = to;
-        moved = peak(all[i]) <= cap;
+        at[i][to] = kind;
+        moved = !check || peak(at[i], with_w) <= cap;
+        if (moved) t = to;
+        if (!moved) at[i][to] = -1;
       }
-      if (!moved) t = slot;
+      if (!moved) at[i][slot] = kind;
     }
     taken[i][t] = true;
   }

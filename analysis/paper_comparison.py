@@ -5,14 +5,22 @@ to the range the Chimera paper reports (Li & Hoefler, SC'21: 1.16x-2.34x for GPT
 schedules that came after the paper (split backward: zb-h1, chimera-zb, and the V-shaped ones
 where this build has them) at their best layouts, against Chimera's best.
 
+With --shard-study: what sharding the AdamW moments over each stage's holders
+(`chimera plan --shard-optimizer`) unlocks for Chimera at D = 8 (W = nodes / 8, N = 8): the
+largest micro-batch B and the deepest model (n_layer, B = 1) that fit without recomputation,
+with and without sharding, and the throughput predicted for them against the best baseline
+(GPipe, 1F1B, GEMS at their best layouts, sharded or not) at the same global batch; a Markdown
+table.
+
   /usr/bin/python3 analysis/paper_comparison.py [--bin build/release/bin/chimera]
       [--nodes 2048] [--global-batch 2048,4096,8192] [--network 10us,8GB/s]
-      [--costs jobscripts/configs/p100-costs.toml] [--memory 16]
+      [--costs jobscripts/configs/p100-costs.toml] [--memory 16] [--shard-study]
 """
 from __future__ import annotations
 
 import argparse
 import csv
+import json
 import subprocess
 import sys
 import tempfile
@@ -20,7 +28,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 BASELINES = ("gpipe", "1f1b", "gems")
-NEWER = ("zb-h1", "chimera-zb", "zb-v", "dualpipev", "v-half", "v-min")
+NEWER = ("zb-h1", "chimera-zb", "zb-v", "dualpipev", "bitpipe", "bitpipe-zb", "v-half", "v-min")
 PAPER_RANGE = "1.16x-2.34x"
 
 
@@ -31,17 +39,25 @@ def known_schemes(args, names) -> tuple[str, ...]:
         capture_output=True).returncode == 0)
 
 
-def best_layouts(args, global_batch: int) -> dict[str, dict]:
+def machine_args(args) -> list[str]:
+    return ["--model", args.model, "--memory", str(args.memory), "--network", args.network,
+            "--costs", args.costs]
+
+
+def best_layouts(args, global_batch: int, schemes: tuple[str, ...] | None = None,
+                 extra: tuple[str, ...] = ()) -> dict[str, dict]:
     """The fastest layout of each scheme (the first row of each in the ranked CSV)."""
+    if schemes is None:
+        schemes = (("chimera", "chimera:doubling", "chimera:halving", "chimera:direct:4",
+                    "chimera:direct:8") + BASELINES + args.newer)
     with tempfile.TemporaryDirectory() as d:
         table = Path(d) / "plan.csv"
-        cmd = [args.bin, "plan", "--model", args.model, "--nodes", str(args.nodes),
-               "--memory", str(args.memory), "--network", args.network, "--costs", args.costs,
+        cmd = [args.bin, "plan", *machine_args(args), "--nodes", str(args.nodes),
                "--global-batch", str(global_batch), "--csv", str(table),
-               "--schemes", ",".join(("chimera", "chimera:doubling", "chimera:halving",
-                                      "chimera:direct:4", "chimera:direct:8") + BASELINES +
-                                     args.newer)]
+               "--schemes", ",".join(schemes), *extra]
         result = subprocess.run(cmd, capture_output=True, text=True)
+        if result.returncode == 1 and not table.exists():
+            return {}  # nothing fits
         if result.returncode != 0 or not table.exists():
             raise SystemExit(f"error: {' '.join(cmd)} failed: "
                              f"{(result.stderr or result.stdout).strip()}")
@@ -62,6 +78,81 @@ def describe(row: dict) -> str:
             f"{' recompute' if row['recompute'] == '1' else ''}")
 
 
+def predict_chimera_d8(args, batch: int, sets: tuple[str, ...], shard: bool) -> dict:
+    """Chimera at D = 8, W = nodes / 8, N = 8, micro-batch `batch`, without recomputation."""
+    cmd = [args.bin, "plan", *machine_args(args), "--predict", "--schemes", "chimera",
+           "-W", str(args.nodes // 8), "-D", "8", "-N", "8", "-B", str(batch),
+           "--format", "json", *(x for s in sets for x in ("--set", s))]
+    if shard:
+        cmd.append("--shard-optimizer")
+    result = subprocess.run(cmd, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise SystemExit(f"error: {' '.join(cmd)} failed: {result.stderr.strip()}")
+    return json.loads(result.stdout.splitlines()[0])
+
+
+def best_baseline(args, global_batch: int, sets: tuple[str, ...]) -> dict | None:
+    """The fastest of GPipe, 1F1B and GEMS at any layout, sharded or not."""
+    sets_args = tuple(x for s in sets for x in ("--set", s))
+    rows = [row for extra in ((), ("--shard-optimizer",))
+            for row in best_layouts(args, global_batch, BASELINES, sets_args + extra).values()]
+    return max(rows, key=lambda r: float(r["samples_per_s"]), default=None)
+
+
+def largest(fits, candidates):
+    """The last candidate for which fits(candidate) holds, scanning up until one does not."""
+    found = None
+    for c in candidates:
+        if not fits(c):
+            break
+        found = c
+    return found
+
+
+def shard_study(args) -> None:
+    """What sharding the optimizer state unlocks for Chimera D = 8, as a Markdown table."""
+    if args.nodes % 8:
+        raise SystemExit("error: --shard-study needs --nodes divisible by 8 (Chimera D = 8)")
+    gib = 1024 ** 3
+    print(f"Chimera D=8 W={args.nodes // 8} N=8 without recomputation, {args.memory:g} GiB "
+          f"per device, network {args.network}, costs {Path(args.costs).name}")
+    print()
+    print("| what is maximised | optimizer state | largest that fits | global batch | "
+          "peak GiB | Chimera seq/s | best baseline at that batch and model | its seq/s | "
+          "Chimera vs it |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    studies = (
+        ("micro-batch B", lambda v: (v, ()), [1, 2, 4, 8, 16, 32], lambda v: f"B = {v}"),
+        ("model depth (B = 1)", lambda v: (1, (f"model.n_layer={v}",)),
+         list(range(64, 257, 8)), lambda v: f"n_layer = {v}"),
+    )
+    for what, setup, candidates, label in studies:
+        for shard in (False, True):
+            def fits(v, shard=shard):
+                batch, sets = setup(v)
+                return predict_chimera_d8(args, batch, sets, shard)["fits"]
+            v = largest(fits, candidates)
+            state = "sharded" if shard else "full"
+            if v is None:
+                print(f"| {what} | {state} | nothing fits | | | | | | |")
+                continue
+            batch, sets = setup(v)
+            p = predict_chimera_d8(args, batch, sets, shard)
+            g = args.nodes // 8 * 8 * batch
+            base = best_baseline(args, g, sets)
+            if base is None:
+                base_text, base_rate, ratio = "none fits", "", ""
+            else:
+                rate = float(base["samples_per_s"])
+                sharded = " sharded" if base.get("shard_optimizer") == "1" else ""
+                base_text = describe(base) + sharded
+                base_rate = f"{rate:.1f}"
+                ratio = f"{p['samples_per_s'] / rate:.2f}x"
+            print(f"| {what} | {state} | {label(v)} | {g} | "
+                  f"{p['peak_memory_bytes'] / gib:.2f} | {p['samples_per_s']:.1f} | "
+                  f"{base_text} | {base_rate} | {ratio} |")
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--bin", default=str(ROOT / "build/release/bin/chimera"),
@@ -73,7 +164,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--network", default="10us,8GB/s", help="ALPHA,BETA (chimera plan --network)")
     p.add_argument("--global-batch", default="2048,4096,8192",
                    help="comma-separated global batch sizes")
+    p.add_argument("--shard-study", action="store_true",
+                   help="what sharded optimizer state unlocks for Chimera D = 8 (a Markdown "
+                        "table) instead of the comparison")
     args = p.parse_args(argv)
+    if args.shard_study:
+        shard_study(args)
+        return 0
     args.newer = known_schemes(args, NEWER)
     batches = [int(x) for x in args.global_batch.split(",")]
 

@@ -47,7 +47,7 @@ BENCHMARK(BM_PlanSearch2048Nodes)->Unit(benchmark::kMillisecond);
 
 void BM_PredictChimera8PipesD32(benchmark::State& state) {
   Predictor predict = paper_predictor();
-  const Layout layout{"chimera", "direct", 8, 0, 64, 32, 32, 1, false};
+  const Layout layout{"chimera", "direct", 8, 0, 64, 32, 32, 1, false, false};
   predict(layout);  // builds and caches the schedule and simulator
   for (auto _ : state) benchmark::DoNotOptimize(predict(layout).iteration_ms);
 }

@@ -13,13 +13,13 @@
   overhead   one process, real compute: `chimera train` (D=1) against `chimera bench model` for
              the same step (target: within 3%).
   schemes    the split-backward schedules against the anchors: chimera-zb, chimera (direct,
-             halving), zb-h1 and 1f1b at D in {8, 16}, N = 2D, W = 1, F:B:W = 20:40:20 ms (I = W
-             = B/2), and the controllable-memory V's, v-half and v-min; measured iteration time
-             next to the simulator's, and each scheme against chimera-zb. `--only NAME` (repeated)
-             runs those schemes and chimera-zb, the reference, alone.
+             halving), zb-h1, 1f1b, bitpipe, bitpipe-zb, zb-v and the controllable-memory V's,
+             v-half and v-min, at D in {8, 16}, N = 2D, W = 1, F:B:W = 20:40:20 ms (I = W = B/2);
+             measured iteration time next to the simulator's, and each scheme against chimera-zb
+             (always run). --only NAME,... runs a subset.
 
 Usage: bench/pipeline_emulation.py [emulation|overlap|overhead|schemes ...] [--chimera BIN] [--cost F:B]
-                                   [--wait doorbell|poll]
+                                   [--wait doorbell|poll] [--only SCHEME,...] [--stages D ...]
 Run from the repository root after scripts/build release; the Austen data (scripts/prepare-data)
 is needed for `overhead`.
 """
@@ -94,16 +94,18 @@ def schemes(a):
           f"after a warm-up")
     print(f"{'scheme':<18} {'D':>3} {'N':>3} {'measured ms':>12} {'simulator ms':>13} "
           f"{'ratio':>7} {'vs chimera-zb':>14}")
-    for d in (8, 16):
+    for d in a.stages:
         n = 2 * d
         rows_out = []
         for scheme, variant in (("chimera-zb", ""), ("chimera", "direct"),
                                 ("chimera", "halving"), ("zb-h1", ""), ("1f1b", ""),
+                                ("bitpipe", ""), ("bitpipe-zb", ""), ("zb-v", ""),
                                 ("v-half", ""), ("v-min", "")):
-            if a.only and scheme != "chimera-zb" and scheme not in a.only:
+            label = f"{scheme} {variant}".strip()
+            if a.only and scheme != "chimera-zb" and label not in a.only.split(","):
                 continue
             extra = ["--set", f"parallel.variant={variant}"] if variant else []
-            if scheme.startswith("v-"):  # a V cuts the model into 2D stages of a block or more
+            if scheme in ("bitpipe", "bitpipe-zb", "zb-v", "v-half", "v-min"):  # 2D stages
                 extra += ["--set", f"model.n_layer={max(16, 2 * d)}"]
             if variant == "halving":  # half micro-batches: the configured one holds two samples
                 extra += ["--set", "parallel.micro_batch_size=2"]
@@ -114,7 +116,7 @@ def schemes(a):
                               a.steps)
             sim = float(re.search(r"simulator: ([0-9.]+) ms", out).group(1))
             ms = statistics.median(r["iter_ms"] for r in rows[1:])
-            rows_out.append((f"{scheme} {variant}".strip(), ms, sim))
+            rows_out.append((label, ms, sim))
         zb_ms = rows_out[0][1]
         for label, ms, sim in rows_out:
             print(f"{label:<18} {d:>3} {n:>3} {ms:>12.1f} {sim:>13.1f} {ms / sim:>7.3f} "
@@ -190,10 +192,12 @@ def main():
     p.add_argument("--cost", help="emulated F:B[:W] in ms (default 20:40 for emulation, 10:20 "
                    "for overlap, 20:40:20 for schemes)")
     p.add_argument("--steps", type=int, default=4, help="steps per run (the first warms up)")
-    p.add_argument("--only", action="append", default=[],
-                   help="schemes: run only this scheme (repeatable) and chimera-zb")
     p.add_argument("--wait", default="doorbell", choices=["doorbell", "poll"],
                    help="emulation: how waiting ranks sleep (runtime.wait)")
+    p.add_argument("--stages", type=int, nargs="+", default=[8, 16],
+                   help="schemes: the pipeline depths D (default 8 16)")
+    p.add_argument("--only", help="schemes: run only these labels (comma-separated, e.g. "
+                   "bitpipe,bitpipe-zb), chimera-zb always")
     a = p.parse_args()
     os.chdir(ROOT)
     for which in a.which:

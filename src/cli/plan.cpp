@@ -43,12 +43,13 @@ struct PlanOptions {
   std::vector<std::string> schemes;
   int max_micro_batch_size = 32;
   bool no_recompute = false;
+  bool shard_optimizer = false;
   int top = 10;
   std::string csv;
   std::string memory_csv;
   // --predict: this layout for each of --schemes
   bool predict = false;
-  plan::Layout layout{"", "", 0, 0, 1, 0, 0, 1, false};
+  plan::Layout layout{"", "", 0, 0, 1, 0, 0, 1, false, false};
   std::string format = "table";
   // The file system, for the checkpoint I/O figures (none without --fs-bandwidth).
   std::string fs_bandwidth;
@@ -180,15 +181,16 @@ void write_csv(const std::string& path, const std::vector<plan::Prediction>& ps)
   CHIMERA_REQUIRE(out.good(), "cannot write '{}'", path);
   out << "scheme,variant,pipes,virtual,W,D,N,B,recompute,iteration_ms,samples_per_s,work_ms,"
          "bubble_ms,p2p_ms,allreduce_exposed_ms,allreduce_ms,optimizer_ms,bubble_ratio,"
-         "peak_memory_bytes\n";
+         "peak_memory_bytes,shard_optimizer,gather_exposed_ms,gather_ms\n";
   for (const plan::Prediction& p : ps) {
     const plan::Layout& l = p.layout;
     out << fmt::format(
         "{},{},{},{},{},{},{},{},{},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},"
-        "{:.6g},{:.6g},{:.6g},{:.0f}\n",
+        "{:.6g},{:.6g},{:.6g},{:.0f},{},{:.6g},{:.6g}\n",
         l.scheme, l.variant, l.pipes, l.virtual_stages, l.W, l.D, l.N, l.B, l.recompute ? 1 : 0,
         p.iteration_ms, p.samples_per_s, p.work_ms, p.bubble_ms, p.p2p_ms, p.allreduce_exposed_ms,
-        p.allreduce_ms, p.optimizer_ms, p.bubble_ratio, p.peak_memory_bytes);
+        p.allreduce_ms, p.optimizer_ms, p.bubble_ratio, p.peak_memory_bytes,
+        l.shard_optimizer ? 1 : 0, p.gather_exposed_ms, p.gather_ms);
   }
   CHIMERA_CHECK(out.good(), "writing '{}' failed", path);
 }
@@ -232,12 +234,15 @@ std::string json_line(const plan::Prediction& p) {
   j["N"] = l.N;
   j["B"] = l.B;
   j["recompute"] = l.recompute;
+  j["shard_optimizer"] = l.shard_optimizer;
   j["iteration_ms"] = significant6(p.iteration_ms);
   j["work_ms"] = significant6(p.work_ms);
   j["bubble_ms"] = significant6(p.bubble_ms);
   j["p2p_ms"] = significant6(p.p2p_ms);
   j["allreduce_exposed_ms"] = significant6(p.allreduce_exposed_ms);
   j["allreduce_ms"] = significant6(p.allreduce_ms);
+  j["gather_exposed_ms"] = significant6(p.gather_exposed_ms);
+  j["gather_ms"] = significant6(p.gather_ms);
   j["optimizer_ms"] = significant6(p.optimizer_ms);
   j["bubble_ratio"] = significant6(p.bubble_ratio);
   j["samples_per_s"] = significant6(p.samples_per_s);
@@ -261,6 +266,7 @@ int run_predict(const PlanOptions& o) {
        o.schemes.empty() ? std::vector<std::string>{"chimera"} : o.schemes) {
     const plan::SchemeChoice c = plan::parse_scheme_choice(spec);
     plan::Layout l = o.layout;
+    l.shard_optimizer = o.shard_optimizer;
     l.scheme = c.scheme;
     l.variant = c.variant;
     l.pipes = c.pipes;
@@ -276,14 +282,29 @@ int run_predict(const PlanOptions& o) {
   fmt::print("\n{}\n", kRowHeader);
   for (const plan::Prediction& p : predictions) fmt::print("{}\n", row(p));
   for (const plan::Prediction& p : predictions) {
+    const bool sharded = p.layout.shard_optimizer;
     fmt::print(
-        "\n{}: iteration {:.2f} ms = work {:.2f} + bubbles {:.2f} + p2p {:.2f} + exposed "
-        "allreduce {:.2f} + optimizer {:.2f}\n",
+        "\n{}: iteration {:.2f} ms = work {:.2f} + bubbles {:.2f} + p2p {:.2f}{} + exposed "
+        "{} {:.2f} + optimizer {:.2f}\n",
         p.layout.scheme_label(), p.iteration_ms, p.work_ms, p.bubble_ms, p.p2p_ms,
-        p.allreduce_exposed_ms, p.optimizer_ms);
-    fmt::print("  allreduce {:.2f} ms in all, {:.0f}% hidden behind the backward tail\n",
-               p.allreduce_ms,
-               p.allreduce_ms > 0 ? 100 * p.allreduce_hidden_ms / p.allreduce_ms : 100.0);
+        sharded ? fmt::format(" + weight gather waits {:.2f}", p.gather_exposed_ms) : "",
+        sharded ? "reduce-scatter" : "allreduce", p.allreduce_exposed_ms, p.optimizer_ms);
+    fmt::print(
+        "  {} {:.2f} ms in all, {:.0f}% hidden behind the backward tail{}\n",
+        sharded ? "reduce-scatter" : "allreduce", p.allreduce_ms,
+        p.allreduce_ms > 0 ? 100 * p.allreduce_hidden_ms / p.allreduce_ms : 100.0,
+        sharded ? fmt::format("; all-gather {:.2f} ms in all, from the step boundary", p.gather_ms)
+                : "");
+    if (sharded) {  // the same layout with every holder keeping the whole optimizer state
+      plan::Layout full_layout = p.layout;
+      full_layout.shard_optimizer = false;
+      const plan::Prediction full = predictor(full_layout);
+      fmt::print(
+          "  against full optimizer state: iteration {:.2f} ms (allreduce {:.2f} ms, {:.2f} "
+          "exposed; optimizer {:.2f}), peak memory {:.2f} GiB (sharded: {:.2f})\n",
+          full.iteration_ms, full.allreduce_ms, full.allreduce_exposed_ms, full.optimizer_ms,
+          full.peak_memory_bytes / kGiB, p.peak_memory_bytes / kGiB);
+    }
     fmt::print("  memory per worker (GiB):");
     for (const plan::WorkerMemory& m : p.memory) fmt::print(" {:.2f}", m.total() / kGiB);
     fmt::print("{}\n", p.fits ? "" : "  -- does NOT fit");
@@ -301,6 +322,7 @@ int run_plan(const PlanOptions& o) {
   request.global_batch = o.global_batch;
   request.max_micro_batch_size = o.max_micro_batch_size;
   request.consider_recompute = !o.no_recompute;
+  request.shard_optimizer = o.shard_optimizer;
   if (!o.schemes.empty()) {
     request.schemes.clear();
     for (const std::string& s : o.schemes) request.schemes.push_back(plan::parse_scheme_choice(s));
@@ -309,10 +331,10 @@ int run_plan(const PlanOptions& o) {
   const plan::PlanResult result = plan::plan(request, predictor);
   print_header(predictor, o);
   fmt::print(
-      "search   {} nodes, global batch {}: {} layouts, {} without a valid schedule, {} "
+      "search   {} nodes, global batch {}{}: {} layouts, {} without a valid schedule, {} "
       "over memory, {} fit\n",
-      o.nodes, o.global_batch, result.layouts, result.invalid, result.over_memory,
-      result.ranked.size());
+      o.nodes, o.global_batch, o.shard_optimizer ? ", optimizer state sharded" : "", result.layouts,
+      result.invalid, result.over_memory, result.ranked.size());
   if (!o.csv.empty()) write_csv(o.csv, result.ranked);
   if (result.ranked.empty()) {
     fmt::print("\nno layout fits in {:g} GiB per device", o.memory_gib);
@@ -358,7 +380,8 @@ Run add_plan_command(CLI::App& app) {
       "and without recomputation; keeps what fits in memory and ranks it by predicted\n"
       "throughput. An iteration costs the simulated critical path of its forwards and\n"
       "backwards, with alpha + beta * bytes per activation message, plus the gradient\n"
-      "allreduce (Rabenseifner) not hidden behind the backward tail, plus the optimizer step.\n"
+      "allreduce (Rabenseifner) not hidden behind the backward tail, plus the optimizer step\n"
+      "(with --shard-optimizer: a reduce-scatter, and an all-gather the first forward waits for).\n"
       "Examples:\n"
       "  chimera plan --model jobscripts/configs/gpt2-1.3b.toml --nodes 2048 --memory 16 \\\n"
       "      --network 10us,8GB/s --costs jobscripts/configs/p100-costs.toml --global-batch 2048\n"
@@ -379,7 +402,8 @@ Run add_plan_command(CLI::App& app) {
                   "ALPHA,BETA[,ALLREDUCE]: message latency (s, ms, us, ns) and bandwidth (GB/s, "
                   "MB/s) or time per byte (ns/B) (default 5us,10GB/s); ALLREDUCE rabenseifner "
                   "(default) or binomial (Open MPI's in-place non-blocking allreduce: a reduce and "
-                  "broadcast of the whole buffer)");
+                  "broadcast of the whole buffer; with --shard-optimizer libnbc's reduce-scatter, "
+                  "a reduce and a linear scatter, and its linear all-gather)");
   sub->add_option(
       "--costs", o->costs_file,
       "per-layer forward/backward costs of the machine (TOML, docs/scaling.md); this or "
@@ -401,6 +425,12 @@ Run add_plan_command(CLI::App& app) {
   sub->add_option("--max-micro-batch-size", o->max_micro_batch_size,
                   "largest B to try (default 32)");
   sub->add_flag("--no-recompute", o->no_recompute, "do not consider activation recomputation");
+  sub->add_flag("--shard-optimizer", o->shard_optimizer,
+                "AdamW moments sharded over each stage's holders, as parallel.shard_optimizer: "
+                "a worker keeps 1/(holders x W) of each held stage's moments (Chimera: 1/2W) and "
+                "updates that share of the weights; the gradient sum is a reduce-scatter and the "
+                "weights come back by an all-gather that the next step's first forward of the "
+                "stage waits for");
   sub->add_option("--top", o->top, "layouts to list (default 10)");
   sub->add_option("--csv", o->csv, "write every layout that fits, ranked, to this CSV file");
   sub->add_option("--memory-csv", o->memory_csv,

@@ -172,12 +172,11 @@ Run add_schedule_command(CLI::App& app) {
       "activations through 1/(2D) of the model, as the V schedules count them, so 1F1B's first "
       "worker holds 2D and the grid's peak activations (1/D each) are half the count (default "
       "2D): chimera-zb's memory knob (at least Chimera's own peak, 2D), or --search's cap");
-  sub->add_option(
-      "--cost", options->cost,
-      "op costs F:B or F:B:W for the simulation (grid, csv, svg), per micro-batch "
-      "through 1/D of the model. A doubled forward costs 2F, a halved backward B/2; "
-      "zb-h1, zb-v, dualpipev, v-half and v-min split B into I = B - W and W (I = W = B/2 "
-      "without W). Default 1:1");
+  sub->add_option("--cost", options->cost,
+                  "op costs F:B or F:B:W for the simulation (grid, csv, svg), per micro-batch "
+                  "through 1/D of the model. A doubled forward costs 2F, a halved backward B/2; "
+                  "zb-h1, zb-v, dualpipev, chimera-zb, bitpipe-zb, v-half and v-min split B into "
+                  "I = B - W and W (I = W = B/2 without W). Default 1:1");
   sub->add_option("--allreduce", options->allreduce,
                   "time to move one stage's gradient once, in --cost units (default 0: no "
                   "allreduce). A stage's allreduce over r replicas takes 2(r-1)/r of it "

@@ -10,9 +10,9 @@
 namespace chimera {
 
 const std::vector<std::string>& scheme_names() {
-  static const std::vector<std::string> names = {"gpipe",     "1f1b",   "gems",       "interleaved",
-                                                 "chimera",   "zb-h1",  "chimera-zb", "zb-v",
-                                                 "dualpipev", "v-half", "v-min"};
+  static const std::vector<std::string> names = {
+      "gpipe", "1f1b",      "gems",    "interleaved", "chimera", "zb-h1", "chimera-zb",
+      "zb-v",  "dualpipev", "bitpipe", "bitpipe-zb",  "v-half",  "v-min"};
   return names;
 }
 
@@ -26,7 +26,8 @@ namespace {
 // count is checked against the file when it is read.
 bool own_pipes(const SchemeSettings& s) {
   if (s.scheme.starts_with("file:")) return true;
-  const int own = s.scheme == "gems" || s.scheme == "chimera-zb" ? 2 : 1;
+  const int own =
+      s.scheme == "gems" || s.scheme == "chimera-zb" || s.scheme.starts_with("bitpipe") ? 2 : 1;
   return s.pipes == own;
 }
 

@@ -8,10 +8,10 @@ namespace chimera::plan {
 namespace {
 
 // Workers holding each stage in one pipeline group: Chimera's pipelines (2, or --pipes 2f) each
-// place every stage on another worker.
+// place every stage on another worker; BitPipe's two V's on mirror workers.
 int copies_per_group(const Layout& l) {
   if (l.scheme == "chimera") return l.pipes > 0 ? l.pipes : 2;
-  return l.scheme == "chimera-zb" ? 2 : 1;
+  return l.scheme == "chimera-zb" || l.scheme.starts_with("bitpipe") ? 2 : 1;
 }
 
 // `bytes` spread over `ranks`, each behind its node's link, all behind the file system.

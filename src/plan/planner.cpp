@@ -68,6 +68,8 @@ std::vector<SchemeChoice> default_scheme_choices() {
           {"chimera-zb", "", 0, 0},
           {"zb-v", "", 0, 0},
           {"dualpipev", "", 0, 0},
+          {"bitpipe", "", 0, 0},
+          {"bitpipe-zb", "", 0, 0},
           {"v-half", "", 0, 0},
           {"v-min", "", 0, 0}};
 }
@@ -90,8 +92,8 @@ PlanResult plan(const PlanRequest& r, Predictor& predict) {
       for (const SchemeChoice& c : r.schemes) {
         for (const bool recompute : {false, true}) {
           if (recompute && !r.consider_recompute) continue;
-          const Layout layout{c.scheme, c.variant,     c.pipes, c.virtual_stages, W,
-                              D,        per_group / B, B,       recompute};
+          const Layout layout{c.scheme,      c.variant, c.pipes,   c.virtual_stages, W, D,
+                              per_group / B, B,         recompute, r.shard_optimizer};
           ++result.layouts;
           try {
             Prediction p = predict(layout);
@@ -141,17 +143,18 @@ std::vector<Prediction> best_per_scheme(const PlanResult& result) {
 namespace {
 
 std::string layout_text(const Layout& l) {
-  return fmt::format("{} W={} D={} B={} N={}{}", l.scheme_label(), l.W, l.D, l.B, l.N,
-                     l.recompute ? " recompute" : "");
+  return fmt::format("{} W={} D={} B={} N={}{}{}", l.scheme_label(), l.W, l.D, l.B, l.N,
+                     l.recompute ? " recompute" : "", l.shard_optimizer ? " sharded" : "");
 }
 
 struct Part {
   const char* name;
   double Prediction::*ms;
 };
-constexpr std::array<Part, 5> kParts = {{{"work", &Prediction::work_ms},
+constexpr std::array<Part, 6> kParts = {{{"work", &Prediction::work_ms},
                                          {"bubbles", &Prediction::bubble_ms},
                                          {"p2p", &Prediction::p2p_ms},
+                                         {"weight gather waits", &Prediction::gather_exposed_ms},
                                          {"exposed allreduce", &Prediction::allreduce_exposed_ms},
                                          {"optimizer", &Prediction::optimizer_ms}}};
 
@@ -162,12 +165,16 @@ std::string explain(const PlanResult& result) {
   const Prediction& win = result.ranked.front();
   std::string out = fmt::format("Why {} wins ({:.1f} ms per iteration):\n", layout_text(win.layout),
                                 win.iteration_ms);
-  out += fmt::format("  {:<36} {:>9} {:>9} {:>8} {:>10} {:>9} {:>9}\n", "ms per iteration", "work",
-                     "bubbles", "p2p", "allreduce", "optimizer", "total");
+  // Sharded optimizer state adds the waits for the weight gathers (the search shards all or none).
+  const bool sharded = win.layout.shard_optimizer;
+  out += fmt::format("  {:<36} {:>9} {:>9} {:>8}{} {:>10} {:>9} {:>9}\n", "ms per iteration",
+                     "work", "bubbles", "p2p", sharded ? fmt::format(" {:>8}", "gather") : "",
+                     "allreduce", "optimizer", "total");
   const std::vector<Prediction> best = best_per_scheme(result);
   for (const Prediction& p : best) {
-    out += fmt::format("  {:<36} {:>9.1f} {:>9.1f} {:>8.1f} {:>10.1f} {:>9.1f} {:>9.1f}\n",
+    out += fmt::format("  {:<36} {:>9.1f} {:>9.1f} {:>8.1f}{} {:>10.1f} {:>9.1f} {:>9.1f}\n",
                        layout_text(p.layout), p.work_ms, p.bubble_ms, p.p2p_ms,
+                       sharded ? fmt::format(" {:>8.1f}", p.gather_exposed_ms) : "",
                        p.allreduce_exposed_ms, p.optimizer_ms, p.iteration_ms);
   }
   for (const Prediction& p : best) {

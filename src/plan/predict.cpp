@@ -61,7 +61,11 @@ const Predictor::Built& Predictor::build(const Layout& l) {
     sched::Schedule s =
         sched::make_schedule({l.scheme, l.D, l.N, l.variant, l.pipes, l.virtual_stages});
     sched::Simulator sim(s);
-    it = built_.emplace(key, Built{std::move(s), std::move(sim)}).first;
+    it = built_.emplace(key, Built{std::move(s), std::move(sim), nullptr}).first;
+  }
+  if (l.shard_optimizer && !it->second.sharded) {
+    it->second.sharded = std::make_unique<sched::Simulator>(
+        it->second.schedule, sched::LowerOptions{.shard_optimizer = true});
   }
   return it->second;
 }
@@ -73,19 +77,32 @@ bool frees_activations(sched::OpKind k) {
 }
 
 // Memory of every worker: the stages it holds, and the activations (and, with the split
-// backward, saved gradients) held at once as its ops run in order.
+// backward, saved gradients) held at once as its ops run in order. With sharded optimizer state
+// the worker keeps one of r = holders x W shards of each held stage's moments.
 std::vector<WorkerMemory> worker_memory(const sched::Schedule& s,
                                         const std::vector<StageInfo>& stages,
-                                        const ModelShape& shape, int samples, bool recompute) {
+                                        const ModelShape& shape, int samples, bool recompute,
+                                        int data_parallel, bool sharded) {
   std::vector<WorkerMemory> out(static_cast<std::size_t>(s.workers));
   const int last = s.stages - 1;
+  std::vector<std::set<int>> held(static_cast<std::size_t>(s.workers));
+  std::vector<int> holders(static_cast<std::size_t>(s.stages), 0);
+  int tied_holders = 0;
   for (int w = 0; w < s.workers; ++w) {
-    std::set<int> held;
-    for (const sched::Op& op : s.ops[w]) held.insert(op.stage);
-    double params = held.count(0) || held.count(last) ? shape.tied_params() : 0.0;
+    for (const sched::Op& op : s.ops[w]) held[w].insert(op.stage);
+    for (const int st : held[w]) ++holders[st];
+    tied_holders += held[w].count(0) || held[w].count(last) ? 1 : 0;
+  }
+  // The share of a stage's moments one holder keeps.
+  auto share = [&](int replicas) { return sharded ? 1.0 / (replicas * data_parallel) : 1.0; };
+  for (int w = 0; w < s.workers; ++w) {
+    const bool tied = held[w].count(0) || held[w].count(last);
+    double params = tied ? shape.tied_params() : 0.0;
+    double moment_params = tied ? shape.tied_params() * share(tied_holders) : 0.0;
     double recompute_peak = 0.0;
-    for (const int st : held) {
+    for (const int st : held[w]) {
       params += stages[st].params;
+      moment_params += stages[st].params * share(holders[st]);
       recompute_peak = std::max(recompute_peak, shape.activation_bytes(stages[st], samples, false));
     }
     double live = 0.0;
@@ -104,11 +121,11 @@ std::vector<WorkerMemory> worker_memory(const sched::Schedule& s,
     WorkerMemory& m = out[w];
     m.weights = 4.0 * params;
     m.gradients = 4.0 * params;
-    m.optimizer = 8.0 * params;
+    m.optimizer = 8.0 * moment_params;
     // With recomputation one micro-batch's full activations exist again during its backward.
     m.activations = peak + (recompute ? recompute_peak : 0.0);
     m.workspace = shape.workspace_bytes(samples) +
-                  (held.count(last) ? shape.head_scratch_bytes(samples) : 0.0);
+                  (held[w].count(last) ? shape.head_scratch_bytes(samples) : 0.0);
   }
   return out;
 }
@@ -184,14 +201,21 @@ Prediction Predictor::operator()(const Layout& l) {
   costs.beta = net.beta_ms_per_byte;
   costs.binomial_allreduce = net.binomial_allreduce;
 
-  const sched::SimResult ideal = built.simulator.run(free_comm);
-  const sched::SimResult sim = built.simulator.run(costs);
+  // The sharded program is the unsharded one plus its WaitGathers: the unsharded replay's makespan
+  // is the sharded one's without what the gathers add.
+  const sched::Simulator& simulator = l.shard_optimizer ? *built.sharded : built.simulator;
+  const sched::SimResult ideal = simulator.run(free_comm);
+  const sched::SimResult sim = simulator.run(costs);
+  const double no_gather_makespan =
+      l.shard_optimizer ? built.simulator.run(costs).makespan : sim.makespan;
 
   Prediction p;
   p.layout = l;
   p.work_ms = *std::max_element(ideal.busy.begin(), ideal.busy.end());
   p.bubble_ms = ideal.makespan - p.work_ms;
-  p.p2p_ms = sim.makespan - ideal.makespan;
+  p.p2p_ms = no_gather_makespan - ideal.makespan;
+  p.gather_exposed_ms = sim.makespan - no_gather_makespan;
+  p.gather_ms = sim.gather_total;
   p.bubble_ratio = sim.bubble_ratio;
 
   // The tied token table's sum is the simulator's too (the program's TiedGradReady).
@@ -200,13 +224,13 @@ Prediction Predictor::operator()(const Layout& l) {
   p.allreduce_hidden_ms = sim.allreduce_hidden;
   p.allreduce_exposed_ms = sim.allreduce_exposed;
 
-  p.memory = worker_memory(s, st, shape_, samples, l.recompute);
-  double most_params = 0.0;
+  p.memory = worker_memory(s, st, shape_, samples, l.recompute, l.W, l.shard_optimizer);
+  double most_updated = 0.0;  // parameters one worker updates: those of its moments
   for (const WorkerMemory& m : p.memory) {
     p.peak_memory_bytes = std::max(p.peak_memory_bytes, m.total());
-    most_params = std::max(most_params, m.weights / 4.0);
+    most_updated = std::max(most_updated, m.optimizer / 8.0);
   }
-  p.optimizer_ms = most_params * compute.optimizer_ns_per_param * 1e-6;
+  p.optimizer_ms = most_updated * compute.optimizer_ns_per_param * 1e-6;
   p.iteration_ms = sync_end + p.optimizer_ms;
   p.samples_per_s = l.global_batch() / p.iteration_ms * 1e3;
   p.fits = p.peak_memory_bytes <= machine_.memory_bytes - machine_.reserve_bytes;

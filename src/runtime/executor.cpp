@@ -294,6 +294,12 @@ IterationResult Executor::run(std::int64_t step, const MicroBatchInputs& inputs,
         tail = now_seconds();
         x.wait_sums();
         break;
+      case InstrKind::WaitGather:
+        CHIMERA_CHECK(false,
+                      "worker {} was given a WaitGather, but the runtime keeps full "
+                      "optimizer state (lowering bug)",
+                      x.worker);
+        break;
     }
     x.poll();
   }

@@ -81,6 +81,7 @@ Ordered instr_json(const Instr& in) {
       j["op"] = in.op_index;
       break;
     case InstrKind::GradReady:
+    case InstrKind::WaitGather:
       j["stage"] = in.stage;
       break;
     case InstrKind::TiedGradReady:

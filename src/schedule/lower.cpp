@@ -18,11 +18,11 @@ void add_receives(const Schedule& s, const detail::OpGraph& g, int id, InstrKind
 
 }  // namespace
 
-Program lower(const Schedule& schedule) {
-  return detail::lower(schedule, detail::verified_graph(schedule));
+Program lower(const Schedule& schedule, const LowerOptions& options) {
+  return detail::lower(schedule, detail::verified_graph(schedule), options);
 }
 
-Program detail::lower(const Schedule& schedule, const OpGraph& g) {
+Program detail::lower(const Schedule& schedule, const OpGraph& g, const LowerOptions& options) {
   // The last weight-gradient op (B or W) of each stage on each worker: GradReady follows it.
   std::vector<std::vector<int>> last_grad(static_cast<std::size_t>(schedule.workers),
                                           std::vector<int>(schedule.stages, -1));
@@ -41,6 +41,7 @@ Program detail::lower(const Schedule& schedule, const OpGraph& g) {
   };
 
   Program program;
+  std::vector<bool> gathered(static_cast<std::size_t>(schedule.stages));  // per worker, reset below
   program.workers.resize(static_cast<std::size_t>(schedule.workers));
   for (int w = 0; w < schedule.workers; ++w) {
     std::vector<Instr>& out = program.workers[w];
@@ -50,12 +51,18 @@ Program detail::lower(const Schedule& schedule, const OpGraph& g) {
     for (int k = 0; k < count; ++k) {
       for (const detail::OpInput& in : g.inputs(g.id(w, k))) remote_inputs += in.remote ? 1 : 0;
     }
-    out.reserve(static_cast<std::size_t>(count) + 3 * remote_inputs + schedule.stages + 2);
+    out.reserve(static_cast<std::size_t>(count) + 3 * remote_inputs + 2 * schedule.stages + 2);
+    std::fill(gathered.begin(), gathered.end(), false);
     if (count > 0) add_receives(schedule, g, g.id(w, 0), InstrKind::PostRecv, out);
     for (int k = 0; k < count; ++k) {
       const int id = g.id(w, k);
       if (k + 1 < count) add_receives(schedule, g, id + 1, InstrKind::PostRecv, out);
       add_receives(schedule, g, id, InstrKind::WaitRecv, out);
+      const int stage = schedule.ops[w][k].stage;
+      if (options.shard_optimizer && !gathered[stage]) {
+        gathered[stage] = true;
+        out.push_back({InstrKind::WaitGather, -1, {}, stage});
+      }
       out.push_back({InstrKind::Compute, k, {}, -1});
       int previous = -1;  // a consumer appears once per input it takes from this op
       for (int consumer : g.consumers(id)) {
@@ -68,7 +75,6 @@ Program detail::lower(const Schedule& schedule, const OpGraph& g) {
           }
         }
       }
-      const int stage = schedule.ops[w][k].stage;
       if (last_grad[w][stage] == k) out.push_back({InstrKind::GradReady, -1, {}, stage});
       if ((stage == 0 || stage == last_stage) && tied_final_after(w) == k) {
         out.push_back({InstrKind::TiedGradReady, -1, {}, -1});

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "chimera/schedule/ir.hpp"
+#include "chimera/schedule/lower.hpp"
 #include "chimera/schedule/program.hpp"
 
 namespace chimera::schedule::detail {
@@ -64,7 +65,7 @@ std::string describe_waits(const std::string& first, const std::vector<std::stri
 OpGraph verified_graph(const Schedule& schedule);
 
 // lower() on a graph already verified (the simulator builds one anyway).
-Program lower(const Schedule& schedule, const OpGraph& graph);
+Program lower(const Schedule& schedule, const OpGraph& graph, const LowerOptions& options = {});
 
 // The message an input becomes when it crosses workers.
 Message input_message(const Schedule& schedule, const OpGraph& graph, int consumer,

@@ -26,6 +26,8 @@ const char* instr_name(InstrKind kind) {
       return "tied-grad-ready";
     case InstrKind::WaitSums:
       return "wait-sums";
+    case InstrKind::WaitGather:
+      return "wait-gather";
   }
   return "?";
 }

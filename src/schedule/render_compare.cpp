@@ -30,6 +30,8 @@ std::vector<Row> comparison_rows(int D, int N, int v) {
           row("chimera doubling", "chimera", "doubling"),
           row("chimera halving", "chimera", "halving"),
           row("chimera direct, 4 pipes", "chimera", "direct", 4),
+          row("bitpipe", "bitpipe"),
+          row("bitpipe-zb", "bitpipe-zb"),
           row("chimera-zb", "chimera-zb"),
           row("v-half", "v-half"),
           row("v-min", "v-min")};
@@ -42,10 +44,10 @@ std::string render_comparison(int D, int N, int virtual_stages) {
   const Costs double_backward = Costs::forward_backward(1, 2);
   std::string out = fmt::format(
       "Schemes for D={} stages, N={} micro-batches. Makespan in units of F; the schemes with a "
-      "split backward (zb-h1, zb-v, dualpipev, chimera-zb, v-half, v-min) split B into I = W = "
-      "B/2.\nPeak activations in micro-batches per worker, weights in stages of 1/D of the model "
-      "per worker; chunks: the largest peak in chunk-activations (1/(2D) of the model), the unit "
-      "of --max-in-flight.\n\n",
+      "split backward (zb-h1, zb-v, dualpipev, chimera-zb, bitpipe-zb, v-half, v-min) split B "
+      "into I = W = B/2.\nPeak activations in micro-batches per worker, weights in stages of 1/D "
+      "of the model per worker; chunks: the largest peak in chunk-activations (1/(2D) of the "
+      "model), the unit of --max-in-flight.\n\n",
       D, N);
   const auto header =
       fmt::format("{:<26} {:>10} {:>8} {:>11} {:>8}  {:>10}  {:>7}  {:>6}\n", "scheme", "F=B: time",

@@ -50,7 +50,8 @@ InstrGraph build(const Schedule& s, const Program& program) {
       const int node = g.offset[w] + static_cast<int>(i);
       const Instr& in = code[i];
       g.worker_of[node] = w;
-      const bool before = in.kind == InstrKind::PostRecv || in.kind == InstrKind::WaitRecv;
+      const bool before = in.kind == InstrKind::PostRecv || in.kind == InstrKind::WaitRecv ||
+                          in.kind == InstrKind::WaitGather;
       const int count = static_cast<int>(s.ops[w].size());
       g.op_of[node] = before ? std::min(next, count - 1) : std::max(next - 1, 0);
       if (in.kind == InstrKind::Compute) next = in.op_index + 1;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <tuple>
 
@@ -85,6 +86,8 @@ struct Simulator::Graph {
   std::vector<double> peak, copies;       // [worker], order-only statistics
   std::vector<std::vector<int>> holders;  // [stage] workers that sum its gradient
   std::vector<int> tied_holders;          // workers that sum the tied token table's gradient
+  bool sharded = false;                   // the program waits for weight gathers
+  std::vector<int> gather_order;          // stages (-1: the tied table) by first need
 };
 
 namespace {
@@ -132,9 +135,9 @@ void order_steps(const Program& program, const detail::OpGraph& g, std::vector<R
 
 }  // namespace
 
-Simulator::Simulator(const Schedule& schedule) {
+Simulator::Simulator(const Schedule& schedule, const LowerOptions& options) {
   const detail::OpGraph g = detail::verified_graph(schedule);
-  const Program program = detail::lower(schedule, g);
+  const Program program = detail::lower(schedule, g, options);
   auto graph = std::make_unique<Graph>();
   Graph& G = *graph;
   G.workers = schedule.workers;
@@ -177,6 +180,24 @@ Simulator::Simulator(const Schedule& schedule) {
       if (in.kind == InstrKind::TiedGradReady) G.tied_holders.push_back(w);
     }
   }
+  // The gathers start at the step boundary in the order the program first needs them: by the
+  // earliest op of the stage on any worker (the tied table with its ends, before them).
+  G.sharded = options.shard_optimizer;
+  if (G.sharded) {
+    const int none = std::numeric_limits<int>::max();
+    std::vector<int> need(static_cast<std::size_t>(G.stages), none);
+    for (int w = 0; w < G.workers; ++w) {
+      for (int id = G.offset[w]; id < G.offset[w + 1]; ++id) {
+        int& first = need[schedule.ops[w][G.index_of[id]].stage];
+        first = std::min(first, G.index_of[id]);
+      }
+    }
+    std::vector<std::pair<int, int>> by_need;  // (first need, stage)
+    for (int st = 0; st < G.stages; ++st) by_need.emplace_back(need[st], st);
+    if (!G.tied_holders.empty()) by_need.emplace_back(std::min(need[0], need[G.stages - 1]), -1);
+    std::sort(by_need.begin(), by_need.end());
+    for (const auto& [first, st] : by_need) G.gather_order.push_back(st);
+  }
   graph_ = std::move(graph);
 }
 
@@ -213,6 +234,23 @@ double allreduce_time(int r, double bytes, const Costs& c) {
   return 2 * std::log2(static_cast<double>(r)) * c.alpha + 2.0 * (r - 1) / r * c.beta * bytes;
 }
 
+// Half of Rabenseifner's allreduce each: log2(r) alpha + (r-1)/r beta L. With
+// binomial_allreduce, libnbc's algorithms (simulate.hpp).
+double reduce_scatter_time(int r, double bytes, const Costs& c) {
+  if (r <= 1) return 0;
+  if (c.binomial_allreduce) {
+    return std::ceil(std::log2(static_cast<double>(r))) * (c.alpha + c.beta * bytes) +
+           (r - 1) * (c.alpha + c.beta * bytes / r);
+  }
+  return std::log2(static_cast<double>(r)) * c.alpha + (r - 1.0) / r * c.beta * bytes;
+}
+
+double allgather_time(int r, double bytes, const Costs& c) {
+  if (r <= 1) return 0;
+  if (c.binomial_allreduce) return (r - 1) * (c.alpha + c.beta * bytes / r);
+  return std::log2(static_cast<double>(r)) * c.alpha + (r - 1.0) / r * c.beta * bytes;
+}
+
 }  // namespace
 
 SimResult Simulator::run(const Costs& costs) const {
@@ -234,6 +272,40 @@ SimResult Simulator::run(const Costs& costs) const {
   };
   const double activation_msg = costs.alpha + costs.beta * costs.activation_bytes / G.mb_split;
   const double gradient_msg = costs.alpha + costs.beta * costs.gradient_bytes / G.mb_split;
+
+  SimResult r;
+  r.sharded = G.sharded;
+  r.allreduce.resize(static_cast<std::size_t>(G.stages));
+  for (int st = 0; st < G.stages; ++st) {
+    StageAllreduce& a = r.allreduce[st];
+    a.stage = st;
+    a.holders = G.holders[st];
+    a.replicas = static_cast<int>(a.holders.size()) * costs.data_parallel;
+  }
+  r.tied.stage = -1;
+  r.tied.holders = G.tied_holders;
+  r.tied.replicas = static_cast<int>(G.tied_holders.size()) * costs.data_parallel;
+  const double stage_bytes = costs.stage_grad_bytes * G.stage_scale;
+  auto bytes_of = [&](const StageAllreduce& a) {
+    return a.stage < 0 ? costs.tied_grad_bytes : stage_bytes;
+  };
+  auto sum_of = [&](int stage) -> StageAllreduce& {
+    return stage < 0 ? r.tied : r.allreduce[static_cast<std::size_t>(stage)];
+  };
+
+  // The weight gathers from the step boundary, one at a time per worker; the sums follow them.
+  std::vector<double> link_free(static_cast<std::size_t>(G.workers), 0);
+  for (const int st : G.gather_order) {
+    StageAllreduce& a = sum_of(st);
+    for (int w : a.holders) a.gather_start = std::max(a.gather_start, link_free[w]);
+    const double duration =
+        a.holders.empty() ? 0.0 : allgather_time(a.replicas, bytes_of(a), costs);
+    a.gather_end = a.gather_start + duration;
+    for (int w : a.holders) link_free[w] = a.gather_end;
+    r.gather_total += duration;
+  }
+  r.gather_wait.assign(static_cast<std::size_t>(G.workers), 0.0);
+  const int last_stage = G.stages - 1;
 
   // Every instruction at its worker's clock: compute advances it, a wait holds it until the
   // message (sent at its Send, moving once its receive is posted) is in.
@@ -268,10 +340,16 @@ SimResult Simulator::run(const Costs& costs) const {
         break;
       case InstrKind::WaitSums:
         break;  // the sums are priced below
+      case InstrKind::WaitGather: {
+        double until = r.allreduce[step.arg].gather_end;
+        if (step.arg == 0 || step.arg == last_stage) until = std::max(until, r.tied.gather_end);
+        r.gather_wait[step.worker] += std::max(0.0, until - t);
+        t = std::max(t, until);
+        break;
+      }
     }
   }
 
-  SimResult r;
   r.makespan = n == 0 ? 0.0 : *std::max_element(end.begin(), end.end());
   r.busy.assign(static_cast<std::size_t>(G.workers), 0);
   r.timeline.resize(static_cast<std::size_t>(G.workers));
@@ -295,17 +373,7 @@ SimResult Simulator::run(const Costs& costs) const {
 
   // The sums: in the order they become ready (the tied table's after stages ready at the same
   // time); one at a time per worker.
-  r.allreduce.resize(static_cast<std::size_t>(G.stages));
-  for (int st = 0; st < G.stages; ++st) {
-    StageAllreduce& a = r.allreduce[st];
-    a.stage = st;
-    a.holders = G.holders[st];
-    a.replicas = static_cast<int>(a.holders.size()) * costs.data_parallel;
-    a.ready = stage_ready[st];
-  }
-  r.tied.stage = -1;
-  r.tied.holders = G.tied_holders;
-  r.tied.replicas = static_cast<int>(G.tied_holders.size()) * costs.data_parallel;
+  for (int st = 0; st < G.stages; ++st) r.allreduce[st].ready = stage_ready[st];
   r.tied.ready = tied_ready;
   std::vector<StageAllreduce*> by_ready;
   for (StageAllreduce& a : r.allreduce) by_ready.push_back(&a);
@@ -313,14 +381,14 @@ SimResult Simulator::run(const Costs& costs) const {
   std::stable_sort(
       by_ready.begin(), by_ready.end(),
       [](const StageAllreduce* a, const StageAllreduce* b) { return a->ready < b->ready; });
-  std::vector<double> link_free(static_cast<std::size_t>(G.workers), 0);
-  const double stage_bytes = costs.stage_grad_bytes * G.stage_scale;
   r.iteration_time = r.makespan;
   for (StageAllreduce* a : by_ready) {
     a->start = a->ready;
     for (int w : a->holders) a->start = std::max(a->start, link_free[w]);
-    const double bytes = a->stage < 0 ? costs.tied_grad_bytes : stage_bytes;
-    const double duration = a->holders.empty() ? 0.0 : allreduce_time(a->replicas, bytes, costs);
+    const double bytes = bytes_of(*a);
+    const double duration = a->holders.empty() ? 0.0
+                            : G.sharded        ? reduce_scatter_time(a->replicas, bytes, costs)
+                                               : allreduce_time(a->replicas, bytes, costs);
     a->end = a->start + duration;
     for (int w : a->holders) link_free[w] = a->end;
     a->hidden = std::clamp(r.makespan - a->start, 0.0, duration);
@@ -332,8 +400,8 @@ SimResult Simulator::run(const Costs& costs) const {
   return r;
 }
 
-SimResult simulate(const Schedule& schedule, const Costs& costs) {
-  return Simulator(schedule).run(costs);
+SimResult simulate(const Schedule& schedule, const Costs& costs, const LowerOptions& options) {
+  return Simulator(schedule, options).run(costs);
 }
 
 }  // namespace chimera::schedule

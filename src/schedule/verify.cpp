@@ -63,19 +63,25 @@ ProgramFacts verify_program(const Schedule& schedule, const Program& program) {
   };
   std::map<Key, int> sent, posted, waited;
   const int last = schedule.stages - 1;
+  // A program gathers weights (sharded optimizer state) on every worker or on none.
+  bool gathers = false;
+  for (const auto& code : program.workers) {
+    for (const Instr& in : code) gathers = gathers || in.kind == InstrKind::WaitGather;
+  }
   for (int w = 0; w < schedule.workers; ++w) {
     const auto& code = program.workers[static_cast<std::size_t>(w)];
     const auto& ops = schedule.ops[static_cast<std::size_t>(w)];
     // The last gradient op of each stage, and which ends of the tied table the worker holds.
-    std::map<int, int> last_grad;
+    std::map<int, int> last_grad, first_op;
     for (int k = 0; k < static_cast<int>(ops.size()); ++k) {
       const OpKind kind = ops[static_cast<std::size_t>(k)].kind;
       if (kind == OpKind::B || kind == OpKind::W)
         last_grad[ops[static_cast<std::size_t>(k)].stage] = k;
+      first_op.emplace(ops[static_cast<std::size_t>(k)].stage, k);
     }
     const bool tied = last_grad.count(0) > 0 || last_grad.count(last) > 0;
     int next_op = 0, tied_seen = 0;
-    std::map<int, int> ready_seen;
+    std::map<int, int> ready_seen, gather_seen;
     for (std::size_t i = 0; i < code.size(); ++i) {
       const Instr& in = code[i];
       const bool remote = in.kind == InstrKind::PostRecv || in.kind == InstrKind::WaitRecv ||
@@ -124,6 +130,17 @@ ProgramFacts verify_program(const Schedule& schedule, const Program& program) {
         case InstrKind::WaitSums:
           if (i + 1 != code.size()) fail(w, i, "WaitSums before the end of the program");
           break;
+        case InstrKind::WaitGather: {
+          const auto it = first_op.find(in.stage);
+          const bool before_first = it != first_op.end() && i + 1 < code.size() &&
+                                    code[i + 1].kind == InstrKind::Compute &&
+                                    code[i + 1].op_index == it->second;
+          if (!before_first || ++gather_seen[in.stage] > 1) {
+            fail(w, i,
+                 fmt::format("WaitGather of stage {} is not right before its first op", in.stage));
+          }
+          break;
+        }
       }
     }
     if (next_op != static_cast<int>(ops.size())) {
@@ -134,6 +151,8 @@ ProgramFacts verify_program(const Schedule& schedule, const Program& program) {
     if (ready_seen.size() != last_grad.size())
       fail(w, code.size(), "a held stage has no GradReady");
     if (tied && tied_seen != 1) fail(w, code.size(), "no TiedGradReady");
+    if (gathers && gather_seen.size() != first_op.size())
+      fail(w, code.size(), "a held stage has no WaitGather where other workers gather");
   }
   for (const auto& [k, n] : sent) {
     if (posted[k] != 1 || waited[k] != 1) {
@@ -146,7 +165,7 @@ ProgramFacts verify_program(const Schedule& schedule, const Program& program) {
   }
   CHIMERA_CHECK(posted.size() == sent.size(), "lowered {} program: {} receives for {} sends",
                 schedule.scheme, posted.size(), sent.size());
-  return ProgramFacts{sum_order_consistent(schedule, program)};
+  return ProgramFacts{sum_order_consistent(schedule, program), gathers};
 }
 
 namespace detail {

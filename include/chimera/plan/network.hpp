@@ -11,7 +11,8 @@ struct Network {
   double alpha_ms = 0.0;          // latency per message
   double beta_ms_per_byte = 0.0;  // inverse bandwidth
   // Open MPI's in-place non-blocking allreduce: a binomial reduce and broadcast of the whole
-  // buffer, 2 ceil(log2 r) (alpha + beta L), instead of Rabenseifner's (",binomial" in --network).
+  // buffer, 2 ceil(log2 r) (alpha + beta L), instead of Rabenseifner's (",binomial" in --network);
+  // for sharded optimizer state, libnbc's reduce-scatter and all-gather (schedule/simulate.hpp).
   bool binomial_allreduce = false;
 
   double message_ms(double bytes) const { return alpha_ms + beta_ms_per_byte * bytes; }

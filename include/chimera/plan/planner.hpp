@@ -28,6 +28,7 @@ struct PlanRequest {
   int global_batch = 0;  // G = W x N x B
   int max_micro_batch_size = 32;
   bool consider_recompute = true;
+  bool shard_optimizer = false;  // every layout with sharded optimizer state (Layout)
   std::vector<SchemeChoice> schemes = default_scheme_choices();
 };
 

@@ -5,7 +5,13 @@
 // (Rabenseifner over the replicas of each stage, and over the holders of the tied token table),
 // plus the optimizer step. Memory per worker counts weights, gradients, AdamW moments, the peak
 // of activations held in the schedule's op order, and the backward's workspace.
+// With the optimizer state sharded over each stage's holders (Layout::shard_optimizer, the
+// runtime's parallel.shard_optimizer) a worker keeps 1/r of each held stage's moments and updates
+// 1/r of its weights, r = the stage's holders x W (the tied table's: its holders x W); the sum is
+// a reduce-scatter and each stage's all-gather, from the step boundary, may delay the stage's
+// first forward (the simulator's pricing, simulate.hpp).
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -30,6 +36,7 @@ struct Layout {
   int N = 1;  // micro-batches per pipeline group and iteration
   int B = 1;  // samples per micro-batch
   bool recompute = false;
+  bool shard_optimizer = false;  // AdamW moments sharded over each stage's holders
 
   int nodes() const { return W * D; }
   int global_batch() const { return W * N * B; }
@@ -61,7 +68,7 @@ struct Machine {
 struct WorkerMemory {
   double weights = 0.0;
   double gradients = 0.0;
-  double optimizer = 0.0;    // AdamW moments
+  double optimizer = 0.0;    // AdamW moments (this worker's shards of them when sharded)
   double activations = 0.0;  // peak held in the schedule's op order
   double workspace = 0.0;
   double total() const { return weights + gradients + optimizer + activations + workspace; }
@@ -69,12 +76,15 @@ struct WorkerMemory {
 
 struct Prediction {
   Layout layout;
-  double iteration_ms = 0.0;          // = work + bubble + p2p + allreduce_exposed + optimizer
+  // = work + bubble + p2p + gather_exposed + allreduce_exposed + optimizer
+  double iteration_ms = 0.0;
   double work_ms = 0.0;               // compute of the busiest worker
   double bubble_ms = 0.0;             // its idle time on the critical path (communication free)
   double p2p_ms = 0.0;                // what activation messages add to the critical path
+  double gather_exposed_ms = 0.0;     // sharded: what waiting for weight gathers adds
   double allreduce_exposed_ms = 0.0;  // gradient sync after the last compute op
-  double allreduce_ms = 0.0;          // all gradient allreduces, hidden or not
+  double allreduce_ms = 0.0;          // all gradient allreduces (sharded: reduce-scatters)
+  double gather_ms = 0.0;             // sharded: all weight all-gathers, hidden or not
   double allreduce_hidden_ms = 0.0;
   double optimizer_ms = 0.0;
   double bubble_ratio = 0.0;  // simulator's idle / (workers x makespan)
@@ -101,6 +111,7 @@ class Predictor {
   struct Built {
     schedule::Schedule schedule;
     schedule::Simulator simulator;
+    std::unique_ptr<schedule::Simulator> sharded;  // its lowering with WaitGathers, once asked
   };
   const Built& build(const Layout& layout);
   const std::vector<StageInfo>& stages(int num_stages);

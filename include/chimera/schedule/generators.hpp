@@ -51,6 +51,12 @@ Schedule chimera(int D, int N, const std::string& variant, int pipes);
 // Chimera's two pipelines with split backward: Chimera direct's F and I order, W ops filling the
 // bubbles (gen_chimera_zb.cpp); at most `max_in_flight` chunk-activations per worker (0 = 2D).
 Schedule chimera_zb(int D, int N, int max_in_flight);
+// BitPipe: two V-shaped pipes of 2D stages in opposite directions, each stage on the mirror
+// workers r and D-1-r (gen_bitpipe.cpp); D even, N a multiple of D, full backward.
+Schedule bitpipe(int D, int N);
+// BitPipe with split backward: BitPipe's F and I order, W ops filling the waits, at most 2D
+// chunks' activations per worker.
+Schedule bitpipe_zb(int D, int N);
 
 // The forward-only schedule of evaluation: `training`'s F ops in the same order on the same
 // workers, nothing else (forward_only = true). A subgraph of a deadlock-free schedule's

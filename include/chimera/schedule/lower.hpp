@@ -19,15 +19,25 @@
 //     and the last stage (only on workers holding either); the tied token table's sum starts
 //     there. A forward-only schedule has neither.
 //   * WaitSums: once, at the end of every program.
-// Per op k the stream is: PostRecv(inputs of k+1), WaitRecv(inputs of k), Compute k, Send(outputs
-// of k), [GradReady], [TiedGradReady]; then WaitSums. Message order within one op follows the op's
-// micro-batch order.
+//   * WaitGather(stage), only with LowerOptions::shard_optimizer: right before the worker's first
+//     Compute of that stage (after that op's WaitRecvs), once per held stage. The stage's weights
+//     are gathered from the holders' updated shards after the previous optimizer step; the first
+//     op that reads them waits for the gather here.
+// Per op k the stream is: PostRecv(inputs of k+1), WaitRecv(inputs of k), [WaitGather], Compute k,
+// Send(outputs of k), [GradReady], [TiedGradReady]; then WaitSums. Message order within one op
+// follows the op's micro-batch order.
 #include "chimera/schedule/ir.hpp"
 #include "chimera/schedule/program.hpp"
 
 namespace chimera::schedule {
 
+struct LowerOptions {
+  // Each stage's optimizer state is sharded over the stage's holders: every held stage gets a
+  // WaitGather (its gradient sum, started at GradReady, is then a reduce-scatter).
+  bool shard_optimizer = false;
+};
+
 // Verifies the schedule (throws chimera::Error if it is broken) and lowers it.
-Program lower(const Schedule& schedule);
+Program lower(const Schedule& schedule, const LowerOptions& options = {});
 
 }  // namespace chimera::schedule

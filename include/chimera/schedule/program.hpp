@@ -48,11 +48,13 @@ struct Message {
 };
 
 enum class InstrKind : std::uint8_t {
-  PostRecv,   // post a non-blocking receive for `msg`
-  WaitRecv,   // block until `msg` has arrived (right before the compute op that consumes it)
-  Compute,    // run ops[worker][op_index]
-  Send,       // start a non-blocking send of `msg` (right after the op that produced it)
-  GradReady,  // `stage`'s gradient is final on this worker: its sum over the holders starts
+  PostRecv,  // post a non-blocking receive for `msg`
+  WaitRecv,  // block until `msg` has arrived (right before the compute op that consumes it)
+  Compute,   // run ops[worker][op_index]
+  Send,      // start a non-blocking send of `msg` (right after the op that produced it)
+  // `stage`'s gradient is final on this worker: its sum over the holders starts (an allreduce; a
+  // reduce-scatter when the optimizer state is sharded, each holder receiving its shard's sum).
+  GradReady,
   // The worker's last gradient of the stages that use the tied token table (stage 0, the last
   // stage) is final: the worker adds up its parts of the table's gradient and starts its sum over
   // every rank holding either end. Follows the GradReady of the later of those stages.
@@ -60,16 +62,22 @@ enum class InstrKind : std::uint8_t {
   // End of the iteration: every send has completed and every sum started here has arrived. Last
   // instruction of every program.
   WaitSums,
+  // Only when the optimizer state is sharded over each stage's holders (LowerOptions): block until
+  // `stage`'s full weights have arrived. Each holder updates only its shard of the weights; the
+  // all-gather that returns the rest starts after the previous iteration's optimizer step, outside
+  // the program, and must be complete here: right before the worker's first Compute of that stage
+  // in the iteration (after that op's WaitRecvs). One per held stage.
+  WaitGather,
 };
 
-// "post", "wait", "compute", "send", "grad-ready", "tied-grad-ready", "wait-sums".
+// "post", "wait", "compute", "send", "grad-ready", "tied-grad-ready", "wait-sums", "wait-gather".
 const char* instr_name(InstrKind kind);
 
 struct Instr {
   InstrKind kind = InstrKind::Compute;
   int op_index = -1;  // Compute
   Message msg{};      // PostRecv, WaitRecv, Send
-  int stage = -1;     // GradReady
+  int stage = -1;     // GradReady, WaitGather
 
   bool operator==(const Instr&) const = default;
 };

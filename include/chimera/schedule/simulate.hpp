@@ -18,11 +18,23 @@
 //     allreduces of one worker run one after the other. The tied token table's sum
 //     (tied_grad_bytes, over the workers with a TiedGradReady * data_parallel) is priced the same
 //     way.
+//   * Sharded optimizer state (LowerOptions::shard_optimizer): the sum started at GradReady is a
+//     reduce-scatter, log2(r)*alpha + (r-1)/r*beta*L, and each stage's weights (and the tied
+//     table's) come back by an all-gather of the same price: together they cost what the
+//     allreduce costs. The gathers start at the step boundary, time 0 here (the previous
+//     iteration's optimizer step has just ended), in the order the program first needs them, one
+//     at a time per worker like the sums; a WaitGather holds its worker until its stage's gather
+//     (and for stage 0 and the last stage the tied table's) has ended, so a late gather delays
+//     that first op. With binomial_allreduce they are priced as Open MPI's non-blocking ones
+//     (libnbc): a reduce-scatter is a binomial reduce to one rank and a linear scatter,
+//     ceil(log2 r)(alpha + beta L) + (r-1)(alpha + beta L/r); an all-gather is linear,
+//     (r-1)(alpha + beta L/r).
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "chimera/schedule/ir.hpp"
+#include "chimera/schedule/lower.hpp"
 
 namespace chimera::schedule {
 
@@ -79,14 +91,18 @@ struct OpSpan {
   double end = 0;
 };
 
+// A stage's gradient sum: an allreduce, or with sharded optimizer state a reduce-scatter and the
+// all-gather of the updated weights that the next iteration waits for.
 struct StageAllreduce {
   int stage = 0;             // -1: the tied token table
   std::vector<int> holders;  // workers holding a replica of the stage
   int replicas = 0;          // holders * data_parallel
   double ready = 0;          // the last holder's GradReady
-  double start = 0;
+  double start = 0;          // the sum
   double end = 0;
-  double hidden = 0;  // part of [start, end) before the compute makespan
+  double hidden = 0;        // part of [start, end) before the compute makespan
+  double gather_start = 0;  // sharded only: the all-gather, from the step boundary at 0
+  double gather_end = 0;
 };
 
 struct SimResult {
@@ -106,12 +122,16 @@ struct SimResult {
   double allreduce_total = 0;                 // sum of allreduce durations, the tied one's too
   double allreduce_hidden = 0;                // sum of their parts before the makespan
   double allreduce_exposed = 0;               // iteration_time - makespan
+  bool sharded = false;                       // the program has WaitGathers
+  double gather_total = 0;                    // sum of all-gather durations
+  std::vector<double> gather_wait;            // [worker] time held at WaitGathers
 };
 
 class Simulator {
  public:
-  // Verifies the schedule (throws chimera::Error if it is broken) and prepares its graph.
-  explicit Simulator(const Schedule& schedule);
+  // Verifies the schedule (throws chimera::Error if it is broken) and prepares the graph of its
+  // lowering with `options`.
+  explicit Simulator(const Schedule& schedule, const LowerOptions& options = {});
   ~Simulator();
   Simulator(Simulator&&) noexcept;
   Simulator& operator=(Simulator&&) noexcept;
@@ -124,6 +144,6 @@ class Simulator {
   std::unique_ptr<const Graph> graph_;  // everything run() needs; the schedule is not kept
 };
 
-SimResult simulate(const Schedule& schedule, const Costs& costs);
+SimResult simulate(const Schedule& schedule, const Costs& costs, const LowerOptions& options = {});
 
 }  // namespace chimera::schedule

@@ -52,12 +52,16 @@ struct ProgramFacts {
   // (sum_order.hpp): the sums may run on NCCL, which blocks a rank in each sum until its whole
   // group has started it. Sums through MPI_Iallreduce need no such order.
   bool sums_in_one_order = true;
+  // Every held stage has a WaitGather (the lowering for sharded optimizer state).
+  bool gathers_weights = false;
 };
 
 // Checks that `program` is the lowering of `schedule` the executor can run: every compute op
 // once and in order, every Send matched by exactly one PostRecv before one WaitRecv on its
 // receiver, one GradReady per held stage after its last gradient op, one TiedGradReady on the
-// holders of the tied table, and WaitSums last. Throws chimera::Error naming the first violation.
+// holders of the tied table, WaitSums last, and either no WaitGather or one per held stage on
+// every worker, right before its first op of the stage. Throws chimera::Error naming the first
+// violation.
 ProgramFacts verify_program(const Schedule& schedule, const Program& program);
 
 }  // namespace chimera::schedule

@@ -51,6 +51,33 @@ class PredictTest(unittest.TestCase):
                                slow["work_ms"] + slow["bubble_ms"] + slow["p2p_ms"] +
                                slow["allreduce_exposed_ms"] + slow["optimizer_ms"], places=3)
 
+    def test_shard_optimizer_shrinks_the_moments_and_prices_the_gathers(self):
+        args = ("--cost", "2:4", "--network", "50us,1GB/s", "-W", "2", "-D", "4", "-N", "8")
+        full = self.predict(*args)[0]
+        sharded = self.predict(*args, "--shard-optimizer")[0]
+        self.assertFalse(full["shard_optimizer"])
+        self.assertTrue(sharded["shard_optimizer"])
+        self.assertEqual(full["gather_ms"], 0)
+        self.assertGreater(sharded["gather_exposed_ms"], 0)
+        # Reduce-scatter + all-gather: the allreduce's price (Rabenseifner's two halves).
+        self.assertAlmostEqual(sharded["allreduce_ms"] + sharded["gather_ms"],
+                               full["allreduce_ms"], places=3)
+        self.assertLess(sharded["peak_memory_bytes"], full["peak_memory_bytes"])
+        self.assertAlmostEqual(sharded["iteration_ms"],
+                               sharded["work_ms"] + sharded["bubble_ms"] + sharded["p2p_ms"] +
+                               sharded["gather_exposed_ms"] + sharded["allreduce_exposed_ms"] +
+                               sharded["optimizer_ms"], places=3)
+
+    def test_sharded_table_prices_it_against_the_allreduce(self):
+        result = plan("--model", LOCAL, "--memory", "64", "--predict", "--cost", "2:4",
+                      "--network", "50us,1GB/s", "-W", "2", "-D", "4", "-N", "8",
+                      "--shard-optimizer")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertRegex(result.stdout, r"\+ weight gather waits \d+\.\d\d \+ exposed "
+                                        r"reduce-scatter \d+\.\d\d")
+        self.assertRegex(result.stdout, r"against full optimizer state: iteration \d+\.\d\d ms "
+                                        r"\(allreduce \d+\.\d\d ms")
+
     def test_memory_csv_feeds_the_memory_plot(self):
         with tempfile.TemporaryDirectory() as d:
             csv_path = Path(d) / "memory.csv"
@@ -80,11 +107,41 @@ class SearchTest(unittest.TestCase):
         self.assertRegex(out, r"Why \S+ W=\d+ D=\d+ B=\d+ N=\d+")
         self.assertRegex(out, r"x faster than \S+ at its best: mostly ")
 
+    def test_sharded_search_says_so_and_shows_the_gather_waits(self):
+        result = plan("--model", GPT2, "--nodes", "64", "--memory", "16", "--costs", P100,
+                      "--network", "10us,8GB/s", "--global-batch", "256", "--top", "3",
+                      "--schemes", "chimera,1f1b", "--shard-optimizer")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("global batch 256, optimizer state sharded:", result.stdout)
+        self.assertRegex(result.stdout, r"Why \S+ W=\d+ D=\d+ B=\d+ N=\d+.* sharded wins")
+        self.assertRegex(result.stdout, r"p2p +gather +allreduce")
+
     def test_nothing_fits(self):
         result = plan("--model", GPT2, "--nodes", "8", "--memory", "2", "--reserve", "0.5",
                       "--costs", P100, "--global-batch", "64")
         self.assertEqual(result.returncode, 1)
         self.assertIn("no layout fits in 2 GiB per device", result.stdout)
+
+
+class ShardStudyTest(unittest.TestCase):
+    def test_sharding_fits_at_least_as_much_as_full_state(self):
+        # analysis/paper_comparison.py --shard-study on a smaller machine (W = 8): Chimera D = 8.
+        result = subprocess.run(
+            ["/usr/bin/python3", str(SOURCE_DIR / "analysis/paper_comparison.py"), "--bin", BIN,
+             "--nodes", "64", "--shard-study"], capture_output=True, text=True, timeout=240)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        rows = [[c.strip() for c in line.strip("|").split("|")]
+                for line in result.stdout.splitlines()
+                if line.startswith("| micro") or line.startswith("| model")]
+        self.assertEqual([(r[0], r[1]) for r in rows],
+                         [("micro-batch B", "full"), ("micro-batch B", "sharded"),
+                          ("model depth (B = 1)", "full"), ("model depth (B = 1)", "sharded")])
+        largest = [int(r[2].split("=")[1]) for r in rows]
+        self.assertGreaterEqual(largest[1], largest[0])  # micro-batch
+        self.assertGreater(largest[3], largest[2])  # the moments of deeper models no longer fit
+        for r in rows:
+            self.assertLessEqual(float(r[4]), 15.0)  # 16 GiB less the 1 GiB reserve
+            self.assertRegex(r[8], r"^\d+\.\d\dx$")
 
 
 class BadInputTest(unittest.TestCase):

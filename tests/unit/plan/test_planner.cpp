@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <set>
 
 #include "chimera/core/error.hpp"
 #include "chimera/plan/planner.hpp"
@@ -95,7 +96,7 @@ TEST(Planner, SchemeChoices) {
        {"chimaera", "gpipe:x", "interleaved:0", "chimera:direct:two", "chimera:a:2:3", ""}) {
     EXPECT_THROW(parse_scheme_choice(bad), InputError) << bad;
   }
-  EXPECT_EQ(default_scheme_choices().size(), 16U);
+  EXPECT_EQ(default_scheme_choices().size(), 18U);
   EXPECT_EQ(parse_scheme_choice("zb-v").scheme, "zb-v");
   EXPECT_EQ(parse_scheme_choice("dualpipev").scheme, "dualpipev");
   EXPECT_THROW(parse_scheme_choice("zb-v:2"), InputError);
@@ -103,24 +104,26 @@ TEST(Planner, SchemeChoices) {
 
 // The V's cut the model into 2D stages, so the small model's 8 blocks allow D <= 4; 4 nodes and a
 // global batch of 8 in micro-batches of 1 give D = 4 N = 8 and D = 2 N = 4 (N = 2D, as dualpipev
-// needs), and D = 1, which no V can run.
+// needs; N a multiple of D, as BitPipe's two V's need), and D = 1, which no V can run.
 TEST(Planner, PlansTheVShapes) {
   Predictor predict = predictor(1, 2);
   PlanRequest request = request_for(4, 8, 1);
-  request.schemes = {parse_scheme_choice("zb-v"), parse_scheme_choice("dualpipev")};
+  const std::vector<std::string> schemes = {"zb-v", "dualpipev", "bitpipe", "bitpipe-zb"};
+  request.schemes.clear();
+  for (const std::string& s : schemes) request.schemes.push_back(parse_scheme_choice(s));
   const PlanResult r = plan(request, predict);
-  bool zb_v_d4 = false;
-  bool dualpipev_d4 = false;
+  std::set<std::string> at_d4;
   for (const Prediction& p : r.ranked) {
     EXPECT_LE(p.layout.D, 4) << p.layout.scheme;
     if (p.layout.scheme == "dualpipev") {
       EXPECT_GE(p.layout.N, 2 * p.layout.D);
     }
-    zb_v_d4 = zb_v_d4 || (p.layout.scheme == "zb-v" && p.layout.D == 4);
-    dualpipev_d4 = dualpipev_d4 || (p.layout.scheme == "dualpipev" && p.layout.D == 4);
+    if (p.layout.scheme.starts_with("bitpipe")) {
+      EXPECT_EQ(p.layout.N % p.layout.D, 0);
+    }
+    if (p.layout.D == 4) at_d4.insert(p.layout.scheme);
   }
-  EXPECT_TRUE(zb_v_d4);
-  EXPECT_TRUE(dualpipev_d4);
+  EXPECT_EQ(at_d4, std::set<std::string>(schemes.begin(), schemes.end()));
   EXPECT_GT(r.invalid, 0);  // D = 1
 }
 

@@ -11,7 +11,7 @@ using testing::emulated;
 using testing::small_model;
 
 Layout layout(const std::string& scheme, int W, int D, int N, int B = 1) {
-  return {scheme, "", 0, 0, W, D, N, B, false};
+  return {scheme, "", 0, 0, W, D, N, B, false, false};
 }
 
 // DESIGN §3 reference facts with unit costs and a free network.
@@ -102,6 +102,72 @@ TEST(Predict, MemoryPerWorker) {
   const Prediction zb = predict(layout("zb-h1", 1, 2, 4, 2));
   const Prediction one = predict(layout("1f1b", 1, 2, 4, 2));
   EXPECT_GT(zb.memory[1].activations, one.memory[1].activations);
+}
+
+Layout sharded(const std::string& scheme, int W, int D, int N, int B = 1) {
+  Layout l = layout(scheme, W, D, N, B);
+  l.shard_optimizer = true;
+  return l;
+}
+
+TEST(Predict, ShardedMomentsAreOneShareOfEachHeldStagesHolders) {
+  const ModelShape shape = small_model();
+  Machine m = emulated(1, 1);
+  m.compute.optimizer_ns_per_param = 1e3;
+  Predictor predict(shape, m);
+  const double tied = shape.tied_params();
+  {
+    // Chimera D = 4, W = 2: worker 0 holds stages 0 and 3, and the tied table; each has 2
+    // holders (workers 0 and 3) x W = 4 replicas, so the worker keeps a quarter of its moments.
+    const auto st = shape.stages(4);
+    const Prediction full = predict(layout("chimera", 2, 4, 4));
+    const Prediction p = predict(sharded("chimera", 2, 4, 4));
+    const double held0 = tied + st[0].params + st[3].params;
+    EXPECT_DOUBLE_EQ(full.memory[0].optimizer, 8 * held0);
+    EXPECT_DOUBLE_EQ(p.memory[0].optimizer, 8 * held0 / 4);
+    EXPECT_DOUBLE_EQ(p.memory[1].optimizer, 8 * (st[1].params + st[2].params) / 4);
+    EXPECT_DOUBLE_EQ(p.memory[0].weights, full.memory[0].weights);  // full weights and gradients
+    EXPECT_DOUBLE_EQ(p.memory[0].gradients, full.memory[0].gradients);
+    EXPECT_LT(p.peak_memory_bytes, full.peak_memory_bytes);
+    // The optimizer step updates only the shard: a quarter of the busiest worker's parameters.
+    EXPECT_NEAR(p.optimizer_ms, full.optimizer_ms / 4, 1e-12);
+  }
+  {
+    // 1F1B D = 2, W = 3: a stage has one holder x 3 replicas, the tied table two (both ends) x 3.
+    const auto st = shape.stages(2);
+    const Prediction p = predict(sharded("1f1b", 3, 2, 4));
+    EXPECT_DOUBLE_EQ(p.memory[0].optimizer, 8 * (st[0].params / 3 + tied / 6));
+    EXPECT_DOUBLE_EQ(p.memory[1].optimizer, 8 * (st[1].params / 3 + tied / 6));
+  }
+  // One replica of everything but the tied table: only its moments shrink.
+  const auto st = shape.stages(4);
+  EXPECT_DOUBLE_EQ(predict(sharded("1f1b", 1, 4, 4)).memory[1].optimizer, 8 * st[1].params);
+  EXPECT_DOUBLE_EQ(predict(sharded("1f1b", 1, 4, 4)).memory[0].optimizer,
+                   8 * (st[0].params + tied / 2));
+}
+
+TEST(Predict, ShardedTimeIsTheUnshardedOneWithAFreeNetworkAndAddsGatherWaitsOtherwise) {
+  const ModelShape shape = small_model();
+  Predictor free_net(shape, emulated(1, 2));
+  const Prediction a = free_net(layout("chimera", 2, 4, 8));
+  const Prediction b = free_net(sharded("chimera", 2, 4, 8));
+  EXPECT_DOUBLE_EQ(a.iteration_ms, b.iteration_ms);
+  EXPECT_DOUBLE_EQ(b.gather_exposed_ms, 0);
+
+  // A slow network: the reduce-scatter and the all-gather together cost what the allreduce does;
+  // the first forwards wait for the gathers, and the parts still add up.
+  Predictor slow(shape, emulated(1, 2, {0.01, 1e-5}));
+  const Prediction full = slow(layout("chimera", 2, 4, 8));
+  const Prediction p = slow(sharded("chimera", 2, 4, 8));
+  EXPECT_NEAR(p.allreduce_ms + p.gather_ms, full.allreduce_ms, 1e-9);
+  EXPECT_GT(p.gather_exposed_ms, 0);
+  EXPECT_DOUBLE_EQ(p.p2p_ms, full.p2p_ms);
+  EXPECT_NEAR(p.iteration_ms,
+              p.work_ms + p.bubble_ms + p.p2p_ms + p.gather_exposed_ms + p.allreduce_exposed_ms +
+                  p.optimizer_ms,
+              1e-9);
+  EXPECT_DOUBLE_EQ(full.gather_exposed_ms, 0);
+  EXPECT_DOUBLE_EQ(full.gather_ms, 0);
 }
 
 TEST(Predict, MemoryLimitDecidesFits) {

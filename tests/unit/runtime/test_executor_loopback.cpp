@@ -290,6 +290,8 @@ std::vector<Schedule> grid() {
       add("chimera", D, N, "halving");
       add("chimera-zb", D, N);
       if ((N / 2) % 2 == 0) add("chimera", D, N, "doubling");
+      add("bitpipe", D, N);
+      add("bitpipe-zb", D, N);
       add("v-half", D, N);
       add("v-min", D, N);
     }

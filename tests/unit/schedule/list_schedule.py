@@ -4,15 +4,17 @@
 Every worker runs its ops in the listed order, each as soon as the previous op on the worker has
 ended and its inputs exist: an F at stage s > 0 needs the F of (pipe, s-1, mb); a B or I below the
 last stage needs the B or I of (pipe, s+1, mb), on the last stage its own F; a W its own I.
-Messages are free. Costs per micro-batch an op covers: F, B, I, W (interleaved stages and halving
-are not needed here). Prints the makespan and the most micro-batches held per worker (an F adds,
-a B or W frees).
+Messages are free. Costs per micro-batch an op covers, through 1/D of the model: an op of a
+schedule with 2D stages (the V's) costs half, a halving op (half a micro-batch) half. Prints the
+makespan and the most ops' activations held per worker (an F adds, a B or W frees).
 
   chimera schedule --scheme chimera-zb -D 8 -N 16 --format json | list_schedule.py 1 2 1 1
 
 As a test (`--check D ...`): for each D, runs `CHIMERA schedule` for chimera-zb, chimera (direct,
 doubling, halving), zb-h1 and 1f1b at N = 2D, F:B = 1:2 with I = W = 1, and exits 1 unless
-chimera-zb's makespan is below every other one and it holds at most D micro-batches per worker.
+chimera-zb's makespan is below every other one and it holds at most D micro-batches per worker;
+then the same for bitpipe-zb against bitpipe, chimera-zb and zb-v at F:B = 1:1 and 1:2, both with
+I = W = B/2, bitpipe-zb holding at most 2D chunks (D micro-batches through 1/D of the model).
 """
 import json
 import subprocess
@@ -20,7 +22,9 @@ import sys
 
 
 def makespan(schedule, F, B, I, W):
-    cost = {"F": F, "B": B, "I": I, "W": W}
+    # Halving's ops cover half micro-batches, the V's 2D stages half of 1/D of the model.
+    scale = len(schedule["workers"]) / schedule["stages"] / schedule.get("mb_split", 1)
+    cost = {"F": F * scale, "B": B * scale, "I": I * scale, "W": W * scale}
     stages = schedule["stages"]
     workers = schedule["workers"]
     end = {}  # (kind, pipe, stage, mb) -> end time
@@ -98,14 +102,23 @@ def check(chimera, dims):
             failed = True
         for scheme, variant in [("zb-h1", None), ("chimera", "direct"), ("chimera", "doubling"),
                                 ("chimera", "halving"), ("1f1b", None)]:
-            s = schedule_json(chimera, scheme, D, N, variant)
-            # Halving's ops cover half micro-batches: they cost half.
-            scale = 0.5 if s.get("mb_split", 1) == 2 else 1.0
-            other, _ = makespan(s, 1 * scale, 2 * scale, 1 * scale, 1 * scale)
+            other, _ = makespan(schedule_json(chimera, scheme, D, N, variant), 1, 2, 1, 1)
             print(f"  {scheme} {variant or ''}: {other:g}")
             if not ours < other:
                 print(f"  FAIL: chimera-zb is not below {scheme} {variant or ''}")
                 failed = True
+        for F, B in [(1, 1), (1, 2)]:
+            ours, held = makespan(schedule_json(chimera, "bitpipe-zb", D, N), F, B, B / 2, B / 2)
+            print(f"D={D} N={N} F:B={F}:{B}: bitpipe-zb {ours:g} (at most {held} chunks held)")
+            if held > 2 * D:
+                print(f"  FAIL: holds {held} > 2D chunks")
+                failed = True
+            for scheme in ("bitpipe", "chimera-zb", "zb-v"):
+                other, _ = makespan(schedule_json(chimera, scheme, D, N), F, B, B / 2, B / 2)
+                print(f"  {scheme}: {other:g}")
+                if not ours < other:
+                    print(f"  FAIL: bitpipe-zb is not below {scheme}")
+                    failed = True
     return 1 if failed else 0
 
 

@@ -112,6 +112,19 @@ TEST(Json, CarriesTheLoweredProgram) {
   EXPECT_EQ(schedule_from_json(text).ops, s.ops);
 }
 
+TEST(Json, WritesWaitGatherWithItsStage) {
+  const Schedule s = make_schedule(request("1f1b", 2, 2));
+  const Program program = lower(s, {.shard_optimizer = true});
+  const auto j = nlohmann::json::parse(schedule_to_json(s, &program));
+  for (int w = 0; w < 2; ++w) {
+    std::vector<int> gathered;
+    for (const auto& in : j["program"][w]) {
+      if (in["instr"] == "wait-gather") gathered.push_back(in["stage"]);
+    }
+    EXPECT_EQ(gathered, std::vector<int>{w});  // 1F1B: worker w holds stage w
+  }
+}
+
 TEST(Json, ForwardOnlyRoundTrips) {
   const Schedule s = forward_only(make_schedule(request("chimera", 4, 4)));
   const Schedule back = schedule_from_json(schedule_to_json(s));

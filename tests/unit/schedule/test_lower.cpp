@@ -31,6 +31,8 @@ std::vector<Schedule> sample_schedules() {
       out.push_back(make_schedule(request("chimera", D, N, "direct")));
       out.push_back(make_schedule(request("chimera", D, N, "halving")));
       if ((N / 2) % 2 == 0) out.push_back(make_schedule(request("chimera", D, N, "doubling")));
+      out.push_back(make_schedule(request("bitpipe", D, N)));
+      out.push_back(make_schedule(request("bitpipe-zb", D, N)));
     }
   }
   out.push_back(make_schedule(request("chimera", 8, 16, "direct", 4)));
@@ -61,7 +63,8 @@ bool consumes(const Op& op, const Message& m) {
              : (op.kind == OpKind::B || op.kind == OpKind::I) && op.stage == m.stage - 1;
 }
 
-void expect_placement_rules(const Schedule& s, const Program& p) {
+// `sharded`: the program was lowered for sharded optimizer state (a WaitGather per held stage).
+void expect_placement_rules(const Schedule& s, const Program& p, bool sharded = false) {
   const std::string what = name(s);
   ASSERT_EQ(static_cast<int>(p.workers.size()), s.workers) << what;
   std::map<std::tuple<int, int, int, int, int, int>, int> sends, posts, waits;
@@ -71,7 +74,7 @@ void expect_placement_rules(const Schedule& s, const Program& p) {
   for (int w = 0; w < s.workers; ++w) {
     const auto& prog = p.workers[w];
     int computed = -1;  // index of the last Compute seen
-    std::set<int> ready_stages;
+    std::set<int> ready_stages, gathered;
     int tied = 0;
     for (std::size_t i = 0; i < prog.size(); ++i) {
       const Instr& in = prog[i];
@@ -107,7 +110,7 @@ void expect_placement_rules(const Schedule& s, const Program& p) {
           ASSERT_GT(posts[key(in.msg)], 0) << what << ": wait before post";
           // Right before the compute that consumes it: only waits until that compute.
           std::size_t j = i;
-          while (prog[j].kind == InstrKind::WaitRecv) ++j;
+          while (prog[j].kind == InstrKind::WaitRecv || prog[j].kind == InstrKind::WaitGather) ++j;
           ASSERT_EQ(prog[j].kind, InstrKind::Compute) << what;
           ASSERT_TRUE(consumes(s.ops[w][prog[j].op_index], in.msg)) << what;
           ++waits[key(in.msg)];
@@ -144,6 +147,14 @@ void expect_placement_rules(const Schedule& s, const Program& p) {
         case InstrKind::WaitSums:
           ASSERT_EQ(i + 1, prog.size()) << what << ": WaitSums is last";
           break;
+        case InstrKind::WaitGather: {
+          ASSERT_TRUE(gathered.insert(in.stage).second) << what << ": WaitGather twice";
+          // Right before the worker's first op of the stage, after that op's waits.
+          ASSERT_TRUE(i + 1 < prog.size() && prog[i + 1].kind == InstrKind::Compute) << what;
+          ASSERT_EQ(s.ops[w][prog[i + 1].op_index].stage, in.stage) << what;
+          for (int k = 0; k <= computed; ++k) ASSERT_NE(s.ops[w][k].stage, in.stage) << what;
+          break;
+        }
       }
     }
     const bool holds_an_end = std::any_of(s.ops[w].begin(), s.ops[w].end(), [&](const Op& op) {
@@ -155,6 +166,7 @@ void expect_placement_rules(const Schedule& s, const Program& p) {
     std::set<int> held;
     for (const Op& op : s.ops[w]) held.insert(op.stage);
     EXPECT_EQ(ready_stages, held) << what << " worker " << w;
+    EXPECT_EQ(gathered, sharded ? held : std::set<int>{}) << what << " worker " << w;
   }
   EXPECT_EQ(sends, posts) << what;
   EXPECT_EQ(sends, waits) << what;
@@ -193,6 +205,54 @@ TEST(Lower, MessagesAndGradReadyWhereLowerHppSays) {
 
 // One key per message: its index (the MPI tag, the executor's mailbox slot) is below
 // message_key_count and tells every message of an iteration apart, the pipe left out.
+TEST(Lower, ShardedLoweringAddsOnlyAWaitGatherPerHeldStage) {
+  for (const Schedule& s : sample_schedules()) {
+    const Program plain = lower(s);
+    const Program sharded = lower(s, LowerOptions{.shard_optimizer = true});
+    expect_placement_rules(s, sharded, true);
+    EXPECT_TRUE(runs_to_completion(sharded)) << name(s);
+    const ProgramFacts facts = verify_program(s, sharded);
+    EXPECT_TRUE(facts.gathers_weights) << name(s);
+    EXPECT_FALSE(verify_program(s, plain).gathers_weights) << name(s);
+    // Everything else is the unsharded program, instruction for instruction.
+    for (int w = 0; w < s.workers; ++w) {
+      std::vector<Instr> rest;
+      for (const Instr& in : sharded.workers[w]) {
+        if (in.kind != InstrKind::WaitGather) rest.push_back(in);
+      }
+      EXPECT_EQ(rest, plain.workers[w]) << name(s) << " worker " << w;
+    }
+  }
+  // Chimera with D = 4: every worker holds two stages, one of each pipe, and waits for both.
+  const Schedule s = make_schedule(request("chimera", 4, 8));
+  for (const auto& code : lower(s, {.shard_optimizer = true}).workers) {
+    EXPECT_EQ(std::count_if(code.begin(), code.end(),
+                            [](const Instr& in) { return in.kind == InstrKind::WaitGather; }),
+              2);
+  }
+}
+
+TEST(Lower, VerifierRejectsAMissingOrMisplacedWaitGather) {
+  const Schedule s = make_schedule(request("chimera", 4, 4));
+  const Program good = lower(s, {.shard_optimizer = true});
+  ASSERT_NO_THROW(verify_program(s, good));
+  auto first_gather = [](std::vector<Instr>& code) {
+    return std::find_if(code.begin(), code.end(),
+                        [](const Instr& in) { return in.kind == InstrKind::WaitGather; });
+  };
+  Program missing = good;  // one worker's stage is never gathered while the others gather
+  missing.workers[2].erase(first_gather(missing.workers[2]));
+  EXPECT_THROW(verify_program(s, missing), Error);
+  Program late = good;  // after the first op of the stage
+  auto& code = late.workers[1];
+  const auto g = first_gather(code);
+  std::rotate(g, g + 1, g + 2);
+  EXPECT_THROW(verify_program(s, late), Error);
+  Program twice = good;
+  twice.workers[0].insert(twice.workers[0].end() - 1, *first_gather(twice.workers[0]));
+  EXPECT_THROW(verify_program(s, twice), Error);
+}
+
 TEST(Lower, MessageKeysAreDistinctAndBounded) {
   for (const Schedule& s : sample_schedules()) {
     const Program p = lower(s);

@@ -85,9 +85,10 @@ TEST(Render, SvgDrawsEveryOpAndAllreduce) {
 
 TEST(Render, ComparisonCoversEverySchemeAndSaysWhyNot) {
   const std::string table = render_comparison(4, 8, 2);
-  for (const char* row : {"gpipe", "1f1b", "gems", "interleaved v=2", "zb-h1", "zb-v", "dualpipev",
-                          "chimera direct", "chimera doubling", "chimera halving",
-                          "chimera direct, 4 pipes", "chimera-zb", "v-half", "v-min"}) {
+  for (const char* row :
+       {"gpipe", "1f1b", "gems", "interleaved v=2", "zb-h1", "zb-v", "dualpipev", "chimera direct",
+        "chimera doubling", "chimera halving", "chimera direct, 4 pipes", "bitpipe", "bitpipe-zb",
+        "chimera-zb", "v-half", "v-min"}) {
     EXPECT_NE(table.find(std::string("\n") + row + " "), std::string::npos) << row;
   }
   // The last column: the largest peak in chunk-activations, 2D for 1F1B, 6 and 4 for the V's.
@@ -105,6 +106,8 @@ TEST(Render, ComparisonCoversEverySchemeAndSaysWhyNot) {
   EXPECT_NE(short_batch.find("dualpipev                  n/a: dualpipev needs N >= 2D"),
             std::string::npos)
       << short_batch;
+  EXPECT_NE(odd.find("bitpipe                    n/a: bitpipe needs an even D"), std::string::npos)
+      << odd;
 }
 
 }  // namespace

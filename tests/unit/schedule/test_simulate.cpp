@@ -131,6 +131,97 @@ TEST(Simulate, AllreduceHiddenAndExposed) {
   EXPECT_DOUBLE_EQ(r.allreduce[1].end - r.allreduce[1].start, 2 * 2 * 0.1 + 1.5);
 }
 
+TEST(Simulate, ShardedStepWithAFreeNetworkIsTheUnshardedStep) {
+  Costs c = Costs::parse("1:2:1");
+  c.stage_grad_bytes = 1e6;  // sizes without a price: nothing may change
+  c.tied_grad_bytes = 1e5;
+  c.activation_bytes = 1e3;
+  c.gradient_bytes = 1e3;
+  c.data_parallel = 2;
+  for (const ScheduleRequest& req :
+       {request("1f1b", 4, 8), request("chimera", 4, 8), request("chimera", 4, 8, "doubling"),
+        request("chimera", 8, 16, "direct", 4), request("zb-h1", 4, 8), request("zb-v", 4, 8),
+        request("interleaved", 4, 8, "", 0, 2), request("gems", 4, 4)}) {
+    const Schedule s = make_schedule(req);
+    const SimResult plain = simulate(s, c);
+    const SimResult sharded = simulate(s, c, {.shard_optimizer = true});
+    EXPECT_FALSE(plain.sharded);
+    EXPECT_TRUE(sharded.sharded);
+    EXPECT_DOUBLE_EQ(sharded.makespan, plain.makespan) << s.scheme;
+    EXPECT_DOUBLE_EQ(sharded.iteration_time, plain.iteration_time) << s.scheme;
+    EXPECT_EQ(sharded.busy, plain.busy) << s.scheme;
+    EXPECT_DOUBLE_EQ(sharded.gather_total, 0) << s.scheme;
+    for (int w = 0; w < s.workers; ++w) {
+      ASSERT_EQ(sharded.timeline[w].size(), plain.timeline[w].size());
+      for (std::size_t k = 0; k < plain.timeline[w].size(); ++k) {
+        EXPECT_DOUBLE_EQ(sharded.timeline[w][k].start, plain.timeline[w][k].start) << s.scheme;
+      }
+    }
+  }
+}
+
+TEST(Simulate, ShardedSumIsAReduceScatterAndALateGatherDelaysTheFirstForward) {
+  // Chimera D=2, N=2, F=B=1, W=2: every stage has 4 replicas (both workers, twice). Its
+  // reduce-scatter and its all-gather each cost (3/4) * 0.1 * 10 = 0.75, half the allreduce.
+  Costs c = Costs::forward_backward(1, 1);
+  c.beta = 0.1;
+  c.stage_grad_bytes = 10;
+  c.data_parallel = 2;
+  const Schedule s = make_schedule(request("chimera", 2, 2));
+  const SimResult plain = simulate(s, c);
+  const SimResult r = simulate(s, c, {.shard_optimizer = true});
+  // Both workers start with stage 0 (worker 0 on the down pipe, worker 1 on the up pipe): its
+  // gather runs first, from the step boundary, on both workers' links; then stage 1's.
+  EXPECT_DOUBLE_EQ(r.allreduce[0].gather_start, 0);
+  EXPECT_DOUBLE_EQ(r.allreduce[0].gather_end, 0.75);
+  EXPECT_DOUBLE_EQ(r.allreduce[1].gather_start, 0.75);
+  EXPECT_DOUBLE_EQ(r.allreduce[1].gather_end, 1.5);
+  EXPECT_DOUBLE_EQ(r.gather_total, 1.5);
+  // The first forward waits for it: 0.75 late on both workers. Stage 1's gather is done by the
+  // time its first op has its input (1.75), so the whole step shifts by 0.75.
+  for (int w = 0; w < 2; ++w) {
+    EXPECT_DOUBLE_EQ(plain.timeline[w][0].start, 0);
+    EXPECT_DOUBLE_EQ(r.timeline[w][0].start, 0.75);
+    EXPECT_DOUBLE_EQ(r.gather_wait[w], 0.75);
+  }
+  EXPECT_DOUBLE_EQ(r.makespan, plain.makespan + 0.75);
+  for (int st = 0; st < 2; ++st) {
+    EXPECT_DOUBLE_EQ(r.allreduce[st].end - r.allreduce[st].start, 0.75);
+    EXPECT_DOUBLE_EQ(plain.allreduce[st].end - plain.allreduce[st].start, 1.5);
+  }
+  EXPECT_DOUBLE_EQ(r.allreduce_total + r.gather_total, plain.allreduce_total);
+
+  // libnbc's algorithms: a binomial reduce and a linear scatter, a linear all-gather; with
+  // beta L = 1 over 4 ranks: 2 (beta L) + 3 (beta L / 4) and 3 (beta L / 4).
+  c.binomial_allreduce = true;
+  const SimResult nbc = simulate(s, c, {.shard_optimizer = true});
+  EXPECT_DOUBLE_EQ(nbc.allreduce[1].end - nbc.allreduce[1].start, 2 + 0.75);
+  EXPECT_DOUBLE_EQ(nbc.allreduce[0].gather_end, 0.75);
+  // Latency: log2(4) alpha for each half of Rabenseifner's. The tied table (no bytes here) is
+  // gathered first, before its ends: its latency comes before stage 0's gather.
+  c.binomial_allreduce = false;
+  c.alpha = 0.01;
+  const SimResult slow = simulate(s, c, {.shard_optimizer = true});
+  EXPECT_DOUBLE_EQ(slow.tied.gather_end, 2 * 0.01);
+  EXPECT_DOUBLE_EQ(slow.allreduce[0].gather_end, 2 * 0.01 + 2 * 0.01 + 0.75);
+}
+
+TEST(Simulate, TheTiedTablesGatherIsNeededAtEitherEnd) {
+  // 1F1B D=2 W=1: stages 0 and 1 have one holder each (nothing to gather), the tied table two
+  // (workers 0 and 1): (1/2) * 1 * 4 = 2, waited for before each worker's first op.
+  Costs c = Costs::forward_backward(1, 1);
+  c.beta = 1;
+  c.tied_grad_bytes = 4;
+  const Schedule s = make_schedule(request("1f1b", 2, 2));
+  const SimResult plain = simulate(s, c);
+  const SimResult r = simulate(s, c, {.shard_optimizer = true});
+  EXPECT_DOUBLE_EQ(r.tied.gather_end, 2);
+  EXPECT_DOUBLE_EQ(r.timeline[0][0].start, 2);
+  EXPECT_DOUBLE_EQ(r.makespan, plain.makespan + 2);
+  EXPECT_DOUBLE_EQ(r.tied.end - r.tied.start, 2);
+  EXPECT_DOUBLE_EQ(plain.tied.end - plain.tied.start, 4);
+}
+
 TEST(Simulate, SingleReplicaSumsOnlyTheTiedTable) {
   Costs c = Costs::forward_backward(1, 1);
   c.alpha = 1;

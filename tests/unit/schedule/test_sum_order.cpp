@@ -41,8 +41,9 @@ TEST(SumOrder, OppositeOrdersOnTwoWorkersAreACycle) {
 // on the two workers that share a pair of stages, so it falls back to MPI (no deadlock).
 TEST(SumOrder, EverySchemeAtFourStages) {
   const std::vector<std::pair<std::string, bool>> expected = {
-      {"gpipe", true},   {"1f1b", true},  {"gems", false}, {"interleaved", true},
-      {"chimera", true}, {"zb-h1", true}, {"zb-v", true},  {"dualpipev", true}};
+      {"gpipe", true},   {"1f1b", true},      {"gems", false}, {"interleaved", true},
+      {"chimera", true}, {"zb-h1", true},     {"zb-v", true},  {"dualpipev", true},
+      {"bitpipe", true}, {"bitpipe-zb", true}};
   for (const auto& [scheme, consistent_order] : expected) {
     ScheduleRequest r;
     r.scheme = scheme;

@@ -60,6 +60,16 @@ std::vector<Case> cases() {
       {"dualpipev", [](int D, int N) { return request("dualpipev", D, N); },
        [](int D, int N) { return N >= 2 * D; },
        [](int D, int N) { return std::make_pair(split_costs(1, 1, 1), 3.0 * N + (D - 1) / 2.0); }},
+      // BitPipe: D - 2 chunk forwards idle per worker at F = B (test_bitpipe); bitpipe-zb only
+      // the middle workers' start-up wait of D/2 - 1 chunk forwards.
+      {"bitpipe", [](int D, int N) { return request("bitpipe", D, N); },
+       [](int D, int N) { return D % 2 == 0 && N % D == 0; },
+       [=](int D, int N) { return std::make_pair(unit, 2.0 * N + (D - 2) / 2.0); }},
+      {"bitpipe-zb", [](int D, int N) { return request("bitpipe-zb", D, N); },
+       [](int D, int N) { return D % 2 == 0 && N % D == 0; },
+       [](int D, int N) {
+         return std::make_pair(split_costs(1, 1, 1), 3.0 * N + (D / 2 - 1) / 2.0);
+       }},
   };
   for (int v : {2, 3}) {
     out.push_back(

@@ -91,7 +91,8 @@ TEST(TorchCsv, RoundTripsEverySinglePlacementScheme) {
 TEST(TorchCsv, RefusesReplicatedStages) {
   for (const ScheduleRequest& r :
        {request("chimera", 4, 4), request("gems", 4, 4), request("gems", 3, 4),
-        request("chimera", 4, 8, "halving"), request("chimera-zb", 4, 8)}) {
+        request("chimera", 4, 8, "halving"), request("chimera-zb", 4, 8), request("bitpipe", 4, 8),
+        request("bitpipe-zb", 4, 8)}) {
     const std::string what = input_error([&] { (void)schedule_to_torch_csv(make_schedule(r)); });
     EXPECT_NE(what.find("cannot write the " + r.scheme + " schedule as a torch CSV: stage"),
               std::string::npos)

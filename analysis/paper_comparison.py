@@ -28,7 +28,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 BASELINES = ("gpipe", "1f1b", "gems")
-NEWER = ("zb-h1", "chimera-zb", "zb-v", "dualpipev", "bitpipe", "bitpipe-zb")
+NEWER = ("zb-h1", "chimera-zb", "zb-v", "dualpipev", "bitpipe", "bitpipe-zb", "v-half", "v-min")
 PAPER_RANGE = "1.16x-2.34x"
 
 

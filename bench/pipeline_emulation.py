@@ -13,9 +13,10 @@
   overhead   one process, real compute: `chimera train` (D=1) against `chimera bench model` for
              the same step (target: within 3%).
   schemes    the split-backward schedules against the anchors: chimera-zb, chimera (direct,
-             halving), zb-h1, 1f1b, bitpipe, bitpipe-zb and zb-v at D in {8, 16}, N = 2D, W = 1,
-             F:B:W = 20:40:20 ms (I = W = B/2); measured iteration time next to the simulator's,
-             and each scheme against chimera-zb (always run). --only NAME,... runs a subset.
+             halving), zb-h1, 1f1b, bitpipe, bitpipe-zb, zb-v and the controllable-memory V's,
+             v-half and v-min, at D in {8, 16}, N = 2D, W = 1, F:B:W = 20:40:20 ms (I = W = B/2);
+             measured iteration time next to the simulator's, and each scheme against chimera-zb
+             (always run). --only NAME,... runs a subset.
 
 Usage: bench/pipeline_emulation.py [emulation|overlap|overhead|schemes ...] [--chimera BIN] [--cost F:B]
                                    [--wait doorbell|poll] [--only SCHEME,...] [--stages D ...]
@@ -98,12 +99,13 @@ def schemes(a):
         rows_out = []
         for scheme, variant in (("chimera-zb", ""), ("chimera", "direct"),
                                 ("chimera", "halving"), ("zb-h1", ""), ("1f1b", ""),
-                                ("bitpipe", ""), ("bitpipe-zb", ""), ("zb-v", "")):
+                                ("bitpipe", ""), ("bitpipe-zb", ""), ("zb-v", ""),
+                                ("v-half", ""), ("v-min", "")):
             label = f"{scheme} {variant}".strip()
             if a.only and scheme != "chimera-zb" and label not in a.only.split(","):
                 continue
             extra = ["--set", f"parallel.variant={variant}"] if variant else []
-            if scheme in ("bitpipe", "bitpipe-zb", "zb-v"):  # 2D stages: a block each at least
+            if scheme in ("bitpipe", "bitpipe-zb", "zb-v", "v-half", "v-min"):  # 2D stages
                 extra += ["--set", f"model.n_layer={max(16, 2 * d)}"]
             if variant == "halving":  # half micro-batches: the configured one holds two samples
                 extra += ["--set", "parallel.micro_batch_size=2"]

@@ -30,7 +30,7 @@ struct ScheduleOptions {
   std::string semantics;  // eager | rendezvous: check deadlock freedom under it, print the verdict
   bool compare = false;
   bool search = false;       // search a schedule (search.hpp) instead of generating one
-  double max_in_flight = 0;  // chimera-zb's knob, or --search's cap (0 = D)
+  double max_in_flight = 0;  // chimera-zb's knob, or --search's cap, in chunks (0 = 2D)
   double search_seconds = 20;
   std::uint64_t seed = 1;
 };
@@ -76,7 +76,7 @@ int run_schedule(const ScheduleOptions& o, bool stages_given, bool micro_batches
   if (!micro_batches_given) request.micro_batches = file ? 0 : request.stages;
   if (o.search) return run_search(o, request.stages, request.micro_batches);
   CHIMERA_REQUIRE(o.max_in_flight == static_cast<int>(o.max_in_flight),
-                  "--max-in-flight {}: chimera-zb counts whole micro-batches", o.max_in_flight);
+                  "--max-in-flight {}: chimera-zb counts whole chunk-activations", o.max_in_flight);
   request.max_in_flight = static_cast<int>(o.max_in_flight);
   if (o.compare) {
     std::fputs(schedule::render_comparison(request.stages, request.micro_batches,
@@ -168,15 +168,15 @@ Run add_schedule_command(CLI::App& app) {
       "--virtual", r.virtual_stages, "interleaved: v model stages per worker, v >= 2 (default 2)");
   auto* max_in_flight = sub->add_option(
       "--max-in-flight", options->max_in_flight,
-      "the most micro-batches whose activations a worker holds at once, as the simulator's "
-      "peak activations count them (default D): chimera-zb's memory knob (at least Chimera's "
-      "own peak, D), or --search's cap");
+      "the most chunk-activations a worker holds at once: one chunk is a micro-batch's "
+      "activations through 1/(2D) of the model, as the V schedules count them, so 1F1B's first "
+      "worker holds 2D and the grid's peak activations (1/D each) are half the count (default "
+      "2D): chimera-zb's memory knob (at least Chimera's own peak, 2D), or --search's cap");
   sub->add_option("--cost", options->cost,
                   "op costs F:B or F:B:W for the simulation (grid, csv, svg), per micro-batch "
                   "through 1/D of the model. A doubled forward costs 2F, a halved backward B/2; "
-                  "zb-h1, zb-v, dualpipev, chimera-zb and bitpipe-zb split B into I = B - W and W "
-                  "(I = W = B/2 without W). "
-                  "Default 1:1");
+                  "zb-h1, zb-v, dualpipev, chimera-zb, bitpipe-zb, v-half and v-min split B into "
+                  "I = B - W and W (I = W = B/2 without W). Default 1:1");
   sub->add_option("--allreduce", options->allreduce,
                   "time to move one stage's gradient once, in --cost units (default 0: no "
                   "allreduce). A stage's allreduce over r replicas takes 2(r-1)/r of it "

@@ -130,8 +130,8 @@ std::vector<Field> fields(Config& c) {
       {"parallel", "virtual", &c.parallel.virtual_stages,
        "interleaved: model stages per worker (0 = 2)"},
       {"parallel", "max_in_flight", &c.parallel.max_in_flight,
-       "chimera-zb: the most micro-batches whose activations a worker holds at once (0 = D); "
-       "at least Chimera's own peak, D"},
+       "chimera-zb: the most chunk-activations (a micro-batch through 1/(2D) of the model) a "
+       "worker holds at once (0 = 2D); at least Chimera's own peak, 2D"},
       {"parallel", "recompute", &c.parallel.recompute, "recompute activations in the backward"},
       {"parallel", "shard_optimizer", &c.parallel.shard_optimizer,
        "split each stage's AdamW moments over the ranks holding it: reduce-scatter the gradient, "

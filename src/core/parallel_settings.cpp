@@ -11,8 +11,8 @@ namespace chimera {
 
 const std::vector<std::string>& scheme_names() {
   static const std::vector<std::string> names = {
-      "gpipe",      "1f1b", "gems",      "interleaved", "chimera",   "zb-h1",
-      "chimera-zb", "zb-v", "dualpipev", "bitpipe",     "bitpipe-zb"};
+      "gpipe", "1f1b",      "gems",    "interleaved", "chimera", "zb-h1", "chimera-zb",
+      "zb-v",  "dualpipev", "bitpipe", "bitpipe-zb",  "v-half",  "v-min"};
   return names;
 }
 
@@ -72,7 +72,7 @@ const std::vector<SchemeSetting>& scheme_settings() {
        [](const SchemeSettings& s) { return s.virtual_stages >= 0; }},
       {"max_in_flight",
        {"chimera-zb"},
-       "0 (= D) or micro-batches held per worker, >= D",
+       "0 (= 2D) or chunk-activations held per worker, >= 2D",
        [](const SchemeSettings& s) { return number_given(s.max_in_flight, s.max_in_flight == 0); },
        [](const SchemeSettings& s) { return s.max_in_flight >= 0; }},
   };

@@ -69,7 +69,9 @@ std::vector<SchemeChoice> default_scheme_choices() {
           {"zb-v", "", 0, 0},
           {"dualpipev", "", 0, 0},
           {"bitpipe", "", 0, 0},
-          {"bitpipe-zb", "", 0, 0}};
+          {"bitpipe-zb", "", 0, 0},
+          {"v-half", "", 0, 0},
+          {"v-min", "", 0, 0}};
 }
 
 PlanResult plan(const PlanRequest& r, Predictor& predict) {

@@ -65,6 +65,8 @@ Schedule generate(const ScheduleRequest& r) {
   if (r.scheme == "zb-v") return zb_v(D, N);
   if (r.scheme == "bitpipe") return bitpipe(D, N);
   if (r.scheme == "bitpipe-zb") return bitpipe_zb(D, N);
+  if (r.scheme == "v-half") return v_half(D, N);
+  if (r.scheme == "v-min") return v_min(D, N);
   return dualpipev(D, N);
 }
 

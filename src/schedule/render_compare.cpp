@@ -1,3 +1,5 @@
+#include <algorithm>
+
 #include "chimera/core/error.hpp"
 #include "chimera/schedule/render.hpp"
 #include "render_util.hpp"
@@ -29,7 +31,10 @@ std::vector<Row> comparison_rows(int D, int N, int v) {
           row("chimera halving", "chimera", "halving"),
           row("chimera direct, 4 pipes", "chimera", "direct", 4),
           row("bitpipe", "bitpipe"),
-          row("bitpipe-zb", "bitpipe-zb")};
+          row("bitpipe-zb", "bitpipe-zb"),
+          row("chimera-zb", "chimera-zb"),
+          row("v-half", "v-half"),
+          row("v-min", "v-min")};
 }
 
 }  // namespace
@@ -38,13 +43,15 @@ std::string render_comparison(int D, int N, int virtual_stages) {
   const Costs equal = Costs::forward_backward(1, 1);
   const Costs double_backward = Costs::forward_backward(1, 2);
   std::string out = fmt::format(
-      "Schemes for D={} stages, N={} micro-batches. Makespan in units of F; zb-h1, zb-v, "
-      "dualpipev and bitpipe-zb split B into I = W = B/2.\nPeak activations in micro-batches per "
-      "worker, weights in stages of 1/D of the model per worker.\n\n",
+      "Schemes for D={} stages, N={} micro-batches. Makespan in units of F; the schemes with a "
+      "split backward (zb-h1, zb-v, dualpipev, chimera-zb, bitpipe-zb, v-half, v-min) split B "
+      "into I = W = B/2.\nPeak activations in micro-batches per worker, weights in stages of 1/D "
+      "of the model per worker; chunks: the largest peak in chunk-activations (1/(2D) of the "
+      "model), the unit of --max-in-flight.\n\n",
       D, N);
   const auto header =
-      fmt::format("{:<26} {:>10} {:>8} {:>11} {:>8}  {:>10}  {:>7}\n", "scheme", "F=B: time",
-                  "bubble", "B=2F: time", "bubble", "peak act.", "weights");
+      fmt::format("{:<26} {:>10} {:>8} {:>11} {:>8}  {:>10}  {:>7}  {:>6}\n", "scheme", "F=B: time",
+                  "bubble", "B=2F: time", "bubble", "peak act.", "weights", "chunks");
   out += header + std::string(header.size() - 1, '-') + "\n";
   for (const Row& row : comparison_rows(D, N, virtual_stages)) {
     try {
@@ -52,9 +59,11 @@ std::string render_comparison(int D, int N, int virtual_stages) {
       const Simulator sim(s);
       const SimResult a = sim.run(equal);
       const SimResult b = sim.run(double_backward);
-      out += fmt::format("{:<26} {:>10g} {:>8.3f} {:>11g} {:>8.3f}  {:>10}  {:>7}\n", row.label,
-                         a.makespan, a.bubble_ratio, b.makespan, b.bubble_ratio,
-                         detail::min_max(a.peak_activations), detail::min_max(a.weight_copies));
+      const double most = *std::max_element(a.peak_activations.begin(), a.peak_activations.end());
+      out += fmt::format("{:<26} {:>10g} {:>8.3f} {:>11g} {:>8.3f}  {:>10}  {:>7}  {:>6g}\n",
+                         row.label, a.makespan, a.bubble_ratio, b.makespan, b.bubble_ratio,
+                         detail::min_max(a.peak_activations), detail::min_max(a.weight_copies),
+                         to_chunks(most));
     } catch (const InputError& e) {
       out += fmt::format("{:<26} n/a: {}\n", row.label, e.what());
     }

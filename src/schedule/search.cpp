@@ -156,7 +156,9 @@ SearchResult search_schedule(const SearchOptions& o) {
   const int D = o.workers;
   const int N = o.micro_batches;
   CHIMERA_REQUIRE(D >= 1 && N >= 1, "search needs D >= 1 and N >= 1 (got D={}, N={})", D, N);
-  const double cap = o.max_in_flight > 0 ? o.max_in_flight : D;
+  // The cap counts chunk-activations (simulate.hpp); the peaks below count stage-units.
+  const double cap_chunks = o.max_in_flight > 0 ? o.max_in_flight : to_chunks(D);
+  const double cap = from_chunks(cap_chunks);
   CHIMERA_REQUIRE(o.max_in_flight >= 0, "--max-in-flight {}: expected a positive cap",
                   o.max_in_flight);
   CHIMERA_REQUIRE(o.seconds > 0 && o.seconds <= 3600, "--search-seconds {}: expected (0, 3600]",
@@ -204,9 +206,9 @@ SearchResult search_schedule(const SearchOptions& o) {
     search.graphs.push_back(SearchGraph::build(all, costs));
   }
   CHIMERA_REQUIRE(best != nullptr,
-                  "no built-in schedule for D={}, N={} holds at most {} micro-batches of "
-                  "activations per worker: raise --max-in-flight",
-                  D, N, cap);
+                  "no built-in schedule for D={}, N={} holds at most {} chunk-activations per "
+                  "worker: raise --max-in-flight",
+                  D, N, cap_chunks);
 
   // A built-in at the bound is optimal: searching cannot beat it.
   if (r.builtin_makespan <= r.lower_bound + 1e-9) pool.clear();

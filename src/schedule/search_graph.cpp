@@ -42,9 +42,7 @@ SearchGraph SearchGraph::build(const Schedule& s, const Costs& costs) {
                        : op.kind == OpKind::I ? costs.I
                                               : costs.W;
       g.cost.push_back(x * c);
-      g.held.push_back(op.kind == OpKind::F                           ? c
-                       : op.kind == OpKind::B || op.kind == OpKind::W ? -c
-                                                                      : 0.0);
+      g.held.push_back(activation_delta(s, op));
       for (int mb : op.mbs) index.at(op_class(op.kind), op.pipe, op.stage, mb) = id;
     }
   }

@@ -52,6 +52,12 @@ double work_per_micro_batch(const Schedule& schedule) {
          (static_cast<double>(schedule.workers) / static_cast<double>(schedule.stages));
 }
 
+double activation_delta(const Schedule& schedule, const Op& op) {
+  const double held = static_cast<double>(op.mbs.size()) * work_per_micro_batch(schedule);
+  if (op.kind == OpKind::F) return held;
+  return op.kind == OpKind::B || op.kind == OpKind::W ? -held : 0.0;
+}
+
 // Everything run() needs, flattened; built once per schedule. The lowered program's
 // instructions, in an order in which every WaitRecv comes after its Send: run() replays them in
 // one linear pass, pricing each.
@@ -158,11 +164,8 @@ Simulator::Simulator(const Schedule& schedule, const LowerOptions& options) {
   G.copies.assign(static_cast<std::size_t>(G.workers), 0);
   for (int w = 0; w < G.workers; ++w) {
     double held = 0;
-    for (int id = G.offset[w]; id < G.offset[w + 1]; ++id) {
-      const OpKind k = G.kind[id];
-      if (k == OpKind::F) held += G.work[id];
-      // A backward frees its activations; with the split, the W (which still needs them) does.
-      if (k == OpKind::B || k == OpKind::W) held -= G.work[id];
+    for (const Op& op : schedule.ops[w]) {
+      held += activation_delta(schedule, op);
       G.peak[w] = std::max(G.peak[w], held);
     }
   }

@@ -20,7 +20,7 @@ struct SchemeChoice {
 // "gpipe", "chimera:doubling", "chimera:direct:4" (4 pipes), "interleaved:4" (v = 4).
 SchemeChoice parse_scheme_choice(std::string_view text);
 // What the planner tries by default: gpipe, 1f1b, gems, interleaved v=2 and v=4, chimera
-// direct/doubling/halving, chimera with 4 and 8 pipes, zb-h1, zb-v, dualpipev.
+// direct/doubling/halving, chimera with 4 and 8 pipes, zb-h1, zb-v, dualpipev, v-half, v-min.
 std::vector<SchemeChoice> default_scheme_choices();
 
 struct PlanRequest {

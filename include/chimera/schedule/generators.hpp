@@ -21,7 +21,7 @@ struct ScheduleRequest {
   std::string variant;     // chimera: direct (default) | doubling | halving
   int pipes = 0;           // chimera: 2f pipelines (0 = 2); other schemes: 0 or their own count
   int virtual_stages = 0;  // interleaved: v model stages per worker (0 = 2); others: 0 or 1
-  int max_in_flight = 0;   // chimera-zb: most micro-batches held per worker (0 = D)
+  int max_in_flight = 0;   // chimera-zb: most chunk-activations per worker (0 = 2D), simulate.hpp
 };
 
 // The generated schemes make_schedule accepts, in the order tables list them (and file:PATH);
@@ -40,12 +40,16 @@ Schedule zb_h1(int D, int N);               // zero-bubble H1: backward split in
 // The V placements: stages = 2D, worker w holds stages w and 2D-1-w (detail in docs/schedules.md).
 Schedule zb_v(int D, int N);       // zero-bubble V: I/W split, W's fill the bubbles, peak D
 Schedule dualpipev(int D, int N);  // DeepSeek's DualPipeV, F&B pairs run in turn; N >= 2D
+// Controllable memory (gen_v_half_min.cpp): about 1/2 and 1/3 of 1F1B's activations, W's at free
+// slots of a 6-slot pattern per micro-batch.
+Schedule v_half(int D, int N);
+Schedule v_min(int D, int N);
 // Chimera with `pipes` = 2f pipelines (f down, f up; f divides D/2) and variant
 // direct (N = kD, units concatenated), doubling (one forward op covers two micro-batches) or
 // halving (micro-batches split in two halves, mb_split = 2; forward ops cover two halves).
 Schedule chimera(int D, int N, const std::string& variant, int pipes);
 // Chimera's two pipelines with split backward: Chimera direct's F and I order, W ops filling the
-// bubbles (gen_chimera_zb.cpp); at most `max_in_flight` micro-batches held per worker (0 = D).
+// bubbles (gen_chimera_zb.cpp); at most `max_in_flight` chunk-activations per worker (0 = 2D).
 Schedule chimera_zb(int D, int N, int max_in_flight);
 // BitPipe: two V-shaped pipes of 2D stages in opposite directions, each stage on the mirror
 // workers r and D-1-r (gen_bitpipe.cpp); D even, N a multiple of D, full backward.

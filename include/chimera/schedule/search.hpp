@@ -18,7 +18,7 @@ struct SearchOptions {
   int workers = 4;           // D
   int micro_batches = 4;     // N
   Costs costs;               // F, B, I, W (messages are free: alpha = beta = 0 for the search)
-  double max_in_flight = 0;  // cap on SimResult::peak_activations per worker; 0 = D
+  double max_in_flight = 0;  // cap per worker in chunk-activations (simulate.hpp); 0 = 2D
   double seconds = 20;       // search budget (see budget_ops: a fixed amount of work per second)
   std::uint64_t seed = 1;    // same seed, same options: same schedule (unless the clock guard hits)
 };

@@ -77,6 +77,23 @@ struct Costs {
 // scale F, B, I and W by it.
 double work_per_micro_batch(const Schedule& schedule);
 
+// The one count of activations held, which every peak and memory cap uses: an F adds what it
+// covers, a B (or, with the split, the W, which still needs them) frees it, an I holds on. In
+// SimResult::peak_activations' units: configured micro-batches through 1/D of the model.
+double activation_delta(const Schedule& schedule, const Op& op);
+
+// Memory caps (--max-in-flight, parallel.max_in_flight, the search's cap) count
+// chunk-activations: one micro-batch's activations through 1/(2D) of the model, a chunk of the
+// V placements, as V-Half and V-Min are specified (1F1B's first worker holds 2D of them). A unit
+// of peak_activations is two chunks.
+constexpr double kChunksPerStageUnit = 2;
+inline double to_chunks(double stage_units) {
+  return stage_units * kChunksPerStageUnit;
+}
+inline double from_chunks(double chunks) {
+  return chunks / kChunksPerStageUnit;
+}
+
 struct OpSpan {
   int op = 0;  // index into schedule.ops[worker]
   double start = 0;

@@ -107,7 +107,8 @@ TEST_P(Equality, MatchesSingleProcessTraining) {
     if (GetParam().pipes == 4 && d != 8) continue;
     // The tiny model has 8 blocks; the V's cut it into 2D stages.
     const bool v_shape = GetParam().scheme == "zb-v" || GetParam().scheme == "dualpipev" ||
-                         GetParam().scheme.starts_with("bitpipe");
+                         GetParam().scheme.starts_with("bitpipe") ||
+                         GetParam().scheme.starts_with("v-");
     if ((v_shape ? 2 : GetParam().virtual_stages) * d > 8) continue;
     expect_equal_to_single_process(GetParam(), d);
   }
@@ -123,7 +124,8 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"chimera", "doubling", 0, 1, 2}, Case{"chimera", "halving", 0, 1, 2},
                       Case{"chimera", "direct", 4, 1, 1},
                       Case{"chimera", "direct", 0, 1, 1, "poll"}, Case{"chimera-zb", "", 0, 1, 2},
-                      Case{"bitpipe", "", 0, 1, 2}, Case{"bitpipe-zb", "", 0, 1, 2}),
+                      Case{"bitpipe", "", 0, 1, 2}, Case{"bitpipe-zb", "", 0, 1, 2},
+                      Case{"v-half", "", 0, 1, 2}, Case{"v-min", "", 0, 1, 2}),
     test_name);
 
 // bf16 at one layout per scheme (the fp32 cases above cover the layouts): the schedules whose

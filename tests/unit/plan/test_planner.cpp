@@ -96,7 +96,7 @@ TEST(Planner, SchemeChoices) {
        {"chimaera", "gpipe:x", "interleaved:0", "chimera:direct:two", "chimera:a:2:3", ""}) {
     EXPECT_THROW(parse_scheme_choice(bad), InputError) << bad;
   }
-  EXPECT_EQ(default_scheme_choices().size(), 16U);
+  EXPECT_EQ(default_scheme_choices().size(), 18U);
   EXPECT_EQ(parse_scheme_choice("zb-v").scheme, "zb-v");
   EXPECT_EQ(parse_scheme_choice("dualpipev").scheme, "dualpipev");
   EXPECT_THROW(parse_scheme_choice("zb-v:2"), InputError);
@@ -125,6 +125,36 @@ TEST(Planner, PlansTheVShapes) {
   }
   EXPECT_EQ(at_d4, std::set<std::string>(schemes.begin(), schemes.end()));
   EXPECT_GT(r.invalid, 0);  // D = 1
+}
+
+// Memory as the binding constraint: with no recomputation and a device just big enough for
+// V-Min's leanest layout, no 1F1B-class schedule (1f1b, zb-h1, zb-v: D micro-batches' activations
+// on the first worker) fits, and the planner picks a V with less activation memory.
+TEST(Planner, PicksVMinOrVHalfWhereOneFOneBDoesNotFit) {
+  PlanRequest request = request_for(4, 16, 1);
+  request.consider_recompute = false;
+  request.schemes = {parse_scheme_choice("1f1b"), parse_scheme_choice("zb-h1"),
+                     parse_scheme_choice("zb-v"), parse_scheme_choice("v-half"),
+                     parse_scheme_choice("v-min")};
+  Predictor roomy = predictor(1, 2);
+  const PlanResult all = plan(request, roomy);
+  double v_min_leanest = 1e300;
+  double one_f_one_b_leanest = 1e300;
+  for (const Prediction& p : all.ranked) {
+    if (p.layout.scheme == "v-half") continue;
+    double& leanest = p.layout.scheme == "v-min" ? v_min_leanest : one_f_one_b_leanest;
+    leanest = std::min(leanest, p.peak_memory_bytes);
+  }
+  ASSERT_LT(v_min_leanest, one_f_one_b_leanest);
+
+  Predictor tight = predictor(1, 2, v_min_leanest);
+  const PlanResult r = plan(request, tight);
+  ASSERT_FALSE(r.ranked.empty());
+  for (const Prediction& p : r.ranked) {
+    EXPECT_TRUE(p.layout.scheme == "v-min" || p.layout.scheme == "v-half") << p.layout.scheme;
+  }
+  EXPECT_EQ(r.ranked.front().layout.scheme, "v-min");
+  EXPECT_EQ(r.ranked.front().layout.D, 4);
 }
 
 TEST(Planner, ImpossibleRequestsAreInputErrors) {

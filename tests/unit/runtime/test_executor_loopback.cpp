@@ -347,6 +347,8 @@ std::vector<Schedule> grid() {
       if ((N / 2) % 2 == 0) add("chimera", D, N, "doubling");
       add("bitpipe", D, N);
       add("bitpipe-zb", D, N);
+      add("v-half", D, N);
+      add("v-min", D, N);
     }
   }
   add("chimera", 8, 16, "direct", 4);
@@ -355,6 +357,8 @@ std::vector<Schedule> grid() {
   add("1f1b", 5, 7);
   add("zb-v", 3, 1);  // fewer micro-batches than workers
   add("dualpipev", 3, 7);
+  add("v-half", 3, 1);
+  add("v-min", 3, 2);
   return out;
 }
 

@@ -31,6 +31,14 @@ inline Costs unit_costs() {
   return Costs::forward_backward(1, 1);
 }
 
+// F = I = W = 1 per micro-batch through 1/D of the model: a V op (half of that) costs 1/2.
+inline Costs unit_split() {
+  Costs c = Costs::forward_backward(1, 2);
+  c.I = 1;
+  c.W = 1;
+  return c;
+}
+
 inline ScheduleRequest request(std::string scheme, int D, int N, std::string variant = "",
                                int pipes = 0, int virtual_stages = 0) {
   return {std::move(scheme), D, N, std::move(variant), pipes, virtual_stages};

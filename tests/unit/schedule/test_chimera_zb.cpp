@@ -87,16 +87,17 @@ TEST(ChimeraZb, IsDeadlockFreeWithEagerSendsNotWithRendezvous) {
 
 TEST(ChimeraZb, MemoryKnobIsHonouredAndRefusedBelowChimerasPeak) {
   ScheduleRequest r = request("chimera-zb", 8, 16);
-  r.max_in_flight = 12;  // room to defer more W ops: never above the cap, never slower
+  // The knob counts chunk-activations (1/(2D) of the model), the peaks stage-units of two chunks.
+  r.max_in_flight = 24;  // room to defer more W ops: never above the cap, never slower
   const SimResult loose = simulate(make_schedule(r), split_costs());
   EXPECT_LE(peak(loose), 12);
   EXPECT_DOUBLE_EQ(loose.makespan, 51);
-  r.max_in_flight = 7;
+  r.max_in_flight = 15;
   try {
     make_schedule(r);
     ADD_FAILURE() << "a cap below Chimera's own peak was accepted";
   } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("needs max_in_flight >= 8"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("needs max_in_flight >= 16"), std::string::npos)
         << e.what();
   }
   ScheduleRequest other = request("1f1b", 4, 4);

@@ -85,10 +85,19 @@ TEST(Render, SvgDrawsEveryOpAndAllreduce) {
 
 TEST(Render, ComparisonCoversEverySchemeAndSaysWhyNot) {
   const std::string table = render_comparison(4, 8, 2);
-  for (const char* row : {"gpipe", "1f1b", "gems", "interleaved v=2", "zb-h1", "zb-v", "dualpipev",
-                          "chimera direct", "chimera doubling", "chimera halving",
-                          "chimera direct, 4 pipes", "bitpipe", "bitpipe-zb"}) {
+  for (const char* row :
+       {"gpipe", "1f1b", "gems", "interleaved v=2", "zb-h1", "zb-v", "dualpipev", "chimera direct",
+        "chimera doubling", "chimera halving", "chimera direct, 4 pipes", "bitpipe", "bitpipe-zb",
+        "chimera-zb", "v-half", "v-min"}) {
     EXPECT_NE(table.find(std::string("\n") + row + " "), std::string::npos) << row;
+  }
+  // The last column: the largest peak in chunk-activations, 2D for 1F1B, 6 and 4 for the V's.
+  for (const auto& [row, chunks] : std::vector<std::pair<std::string, std::string>>{
+           {"1f1b", "8"}, {"v-half", "6"}, {"v-min", "4"}}) {
+    const std::size_t at = table.find("\n" + row + " ");
+    ASSERT_NE(at, std::string::npos) << row;
+    const std::string line = table.substr(at + 1, table.find('\n', at + 1) - at - 1);
+    EXPECT_TRUE(line.ends_with(" " + chunks)) << line;
   }
   const std::string odd = render_comparison(5, 10, 2);
   EXPECT_NE(odd.find("chimera direct             n/a: chimera needs an even D"), std::string::npos)

@@ -59,10 +59,11 @@ TEST(Search, NeverWorseThanTheBestBuiltinAndWithinTheCap) {
        std::vector<std::tuple<int, int, std::string, double>>{{4, 8, "1:2:1", 0},
                                                               {4, 4, "1:1", 0},
                                                               {3, 5, "1:2", 0},
-                                                              {4, 8, "1:2", 6},
-                                                              {2, 3, "2:3:1", 2}}) {
+                                                              {4, 8, "1:2", 12},
+                                                              {2, 3, "2:3:1", 4}}) {
     const SearchResult r = search_schedule(options(D, N, cost, cap, 0.15));
-    const double limit = cap > 0 ? cap : D;
+    // The cap counts chunk-activations, the simulator's peaks stage-units of two chunks.
+    const double limit = cap > 0 ? from_chunks(cap) : D;
     const VerifyResult v = check(r.schedule);
     EXPECT_TRUE(v.ok) << v.problem;
     const SimResult sim = simulate(r.schedule, Costs::parse(cost));
@@ -136,6 +137,15 @@ TEST(Search, SummaryNamesMakespanBoundGapAndStart) {
                            "chimera direct, 4 pipes (24)"}) {
     EXPECT_NE(text.find(want), std::string::npos) << want << "\n" << text;
   }
+}
+
+// The cap in chunk-activations as V-Min counts them: 4 at D = 4 is V-Min's peak, half of what
+// 1F1B, zb-h1 and zb-v hold (2D = 8). Of the others only GEMS (one pair at a time, slower) fits.
+TEST(Search, ACapOfVMinsPeakStartsFromVMin) {
+  const SearchResult r = search_schedule(options(4, 8, "1:2:1", 4, 0.1));
+  EXPECT_EQ(r.best_builtin, "v-min");
+  EXPECT_LE(r.peak_activations, from_chunks(4) + 1e-9);
+  EXPECT_EQ(r.builtins_within_cap, 2);
 }
 
 TEST(Search, RefusesACapNoBuiltinMeets) {

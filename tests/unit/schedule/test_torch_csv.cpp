@@ -63,6 +63,8 @@ TEST(TorchCsv, RoundTripsEverySinglePlacementScheme) {
       request("zb-v", 4, 8),  // V placement: a rank holds stages w and 2D-1-w
       request("zb-v", 3, 1),
       request("dualpipev", 4, 8),
+      request("v-half", 4, 8),
+      request("v-min", 3, 5),
   };
   for (const ScheduleRequest& r : requests) {
     const Schedule s = make_schedule(r);

@@ -1,5 +1,7 @@
 """A schedule CSV written by PyTorch itself (torch.distributed.pipelining) is read by
-`chimera schedule --from-csv`, verified, and gives the same per-rank action order.
+`chimera schedule --from-csv`, verified, and gives the same per-rank action order; and the
+single-placement schedules chimera writes (`--format torch-csv`, the V's included) pass
+PyTorch's own validation of a schedule (`_validate_schedule`, where this torch has it).
 
 Usage: test_torch_csv_pytorch.py CHIMERA_BINARY WORK_DIR
 Prints "SKIP: ..." and exits 0 when this torch has no torch.distributed.pipelining (ctest turns
@@ -67,9 +69,46 @@ def pytorch_csv(cls, ranks, stages_per_rank, micro_batches, path):
     }
 
 
+# chimera's single-placement schemes, written as torch CSV and handed to PyTorch's validator.
+EXPORTED = (("1f1b", 4, 8), ("zb-h1", 4, 8), ("interleaved", 4, 8), ("zb-v", 4, 8),
+            ("v-half", 4, 8), ("v-min", 4, 8), ("v-half", 3, 7), ("v-min", 3, 7))
+
+
+def validate_exported(chimera, work):
+    """1 on the first schedule PyTorch rejects, else 0; a note when this torch cannot check."""
+    validate = getattr(schedules, "_validate_schedule", None)
+    action = getattr(schedules, "_Action", None)
+    if validate is None or not hasattr(action, "from_str"):
+        print("note: this torch has no _validate_schedule: chimera's CSVs are not validated")
+        return 0
+    for scheme, ranks, n in EXPORTED:
+        run = subprocess.run([chimera, "schedule", "--scheme", scheme, "-D", str(ranks), "-N",
+                              str(n), "--format", "torch-csv"], capture_output=True, text=True)
+        if run.returncode != 0:
+            print(f"FAIL: {scheme} D={ranks} N={n}: chimera exit {run.returncode}: {run.stderr}")
+            return 1
+        path = os.path.join(work, f"chimera_{scheme}_{ranks}_{n}.csv")
+        with open(path, "w", newline="") as f:
+            f.write(run.stdout)
+        with open(path, newline="") as f:
+            rows = list(csv.reader(f))
+        actions = {rank: [action.from_str(cell) for cell in row if cell]
+                   for rank, row in enumerate(rows)}
+        stages = 1 + max(a.stage_index for row in actions.values() for a in row)
+        try:
+            validate(actions, ranks, stages, n)
+        except Exception as e:  # PyTorch reports a broken schedule by assertion or error
+            print(f"FAIL: PyTorch rejects chimera's {scheme} D={ranks} N={n} ({path}): {e!r}")
+            return 1
+        print(f"ok: PyTorch validates chimera's {scheme} ranks={ranks} stages={stages} N={n}")
+    return 0
+
+
 def main():
     chimera, work = sys.argv[1], sys.argv[2]
     os.makedirs(work, exist_ok=True)
+    if validate_exported(chimera, work) != 0:
+        return 1
     cases = [(name, getattr(schedules, name)) for name in
              ("ScheduleInterleaved1F1B", "ScheduleInterleavedZeroBubble", "ScheduleLoopedBFS")
              if hasattr(schedules, name)]

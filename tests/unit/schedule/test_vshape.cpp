@@ -15,14 +15,7 @@ namespace chimera::schedule {
 namespace {
 
 using testing::request;
-
-// F = I = W = 1 per micro-batch through 1/D of the model: a V op (half of that) costs 1/2.
-Costs unit_split() {
-  Costs c = Costs::forward_backward(1, 2);
-  c.I = 1;
-  c.W = 1;
-  return c;
-}
+using testing::unit_split;
 
 std::string order(const Schedule& s, int worker) {
   std::ostringstream out;

@@ -53,7 +53,7 @@ const MicroBatchInputs& BatchFeed::load(std::int64_t cursor) {
 }
 
 void BatchFeed::prefetch(std::int64_t cursor) {
-  if (!dataset_) return;
+  if (!dataset_ || !plan_.config.data.prefetch) return;  // load() reads it when it is needed
   wait();
   prefetched_cursor_ = cursor;
   prefetch_error_ = nullptr;

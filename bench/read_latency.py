@@ -5,8 +5,10 @@ read while this step computes (data.prefetch = true) and without (false).
 Runs the same job with each of data.prefetch = true and false, without and with
 CHIMERA_TEST_READ_LATENCY_MS (test only: every sample read waits that long, as a parallel file
 system's latency would), the four variants alternating in each round, and prints the median mean
-iteration of each (the `done:` line), what the latency adds to the step with and without
-prefetch (as a share of the step without latency), and whether all runs' losses are identical.
+iteration of each (the `done:` line), how long rank 0 waited for its reads per step (the
+`sample reads:` line: what the reads put on the training's path, a figure a loaded machine's
+noise does not swamp), what the latency adds to both with and without prefetch (as a share of
+the step without latency), and whether all runs' losses are identical.
 Default: the demo (inputs/demo.toml, Chimera on 4 ranks), 20 ms per read.
 
 Usage: bench/read_latency.py [--chimera build/release/bin/chimera] [--np 4] [--steps 20]
@@ -39,9 +41,11 @@ def run(args, prefetch, latency_ms, tmp):
         sys.exit(f"the run with data.prefetch={prefetch}, {latency_ms} ms per read failed:\n"
                  f"{r.stdout}\n{r.stderr}")
     mean_ms = float(re.search(r"mean iteration ([0-9.]+) ms", r.stdout).group(1))
+    read_ms = float(re.search(r"sample reads: the training waited ([0-9.]+) ms per step",
+                              r.stdout).group(1))
     with open(metrics) as f:
         losses = [json.loads(l)["loss"] for l in f if l.strip()]
-    return mean_ms, losses
+    return mean_ms, read_ms, losses
 
 
 def main():
@@ -59,22 +63,30 @@ def main():
     variants = [(prefetch, latency) for prefetch in ("true", "false")
                 for latency in (0, args.latency_ms)]
     times = {v: [] for v in variants}
+    reads = {v: [] for v in variants}
     losses = {}
     with tempfile.TemporaryDirectory(prefix="chimera-latency-") as tmp:
         for _ in range(args.repeat):
             for v in variants:
-                ms, losses[v] = run(args, *v, tmp)
+                ms, read_ms, losses[v] = run(args, *v, tmp)
                 times[v].append(ms)
+                reads[v].append(read_ms)
     print(f"{args.config} on {args.np} ranks, {args.steps} steps, median of {args.repeat} "
           f"alternating runs of each variant")
     median = {v: statistics.median(t) for v, t in times.items()}
+    read = {v: statistics.median(t) for v, t in reads.items()}
     for v in variants:
         print(f"data.prefetch={v[0]:<5}, {v[1]:4g} ms per sample read: mean iteration "
-              f"{median[v]:8.1f} ms (all: {', '.join(f'{t:.0f}' for t in times[v])})")
+              f"{median[v]:8.1f} ms (all: {', '.join(f'{t:.0f}' for t in times[v])}); "
+              f"rank 0 waited {read[v]:.1f} ms per step for its reads "
+              f"({100 * read[v] / median[v]:.1f}% of the step)")
     for prefetch in ("true", "false"):
         fast, slow = median[(prefetch, 0)], median[(prefetch, args.latency_ms)]
+        added = read[(prefetch, args.latency_ms)] - read[(prefetch, 0)]
         print(f"data.prefetch={prefetch:<5}: {args.latency_ms:g} ms per read costs "
-              f"{100 * (slow - fast) / fast:+.1f}% of the step (step-time ratio {slow / fast:.3f})")
+              f"{100 * (slow - fast) / fast:+.1f}% of the step (step-time ratio {slow / fast:.3f});"
+              f" rank 0's wait for reads grows by {added:.1f} ms per step "
+              f"({100 * added / fast:.1f}% of the step without latency)")
     same = all(l == losses[variants[0]] for l in losses.values())
     print(f"losses identical in all runs: {'yes' if same else 'NO'}")
     return 0 if same else 1

@@ -40,6 +40,9 @@ class BatchFeed {
   ~BatchFeed();
 
   data::BatchLayout layout() const { return layout_; }
+  // How long the caller has waited for sample reads, in load() and wait() together: what the
+  // reads have cost the training's path on this rank.
+  double waited_seconds() const { return waited_s_; }
 
  private:
   const RunPlan& plan_;
@@ -53,6 +56,9 @@ class BatchFeed {
   std::thread reader_;
   std::optional<data::TokenDataset> dataset_;
   std::optional<data::EpochShuffle> shuffle_;
+  double waited_s_ = 0.0;
+  const MicroBatchInputs& take(std::int64_t cursor);  // load() without its clock
+  void join();
 };
 
 }  // namespace chimera::runtime

@@ -141,6 +141,9 @@ std::vector<Field> fields(Config& c) {
       {"data", "train", &c.data.train, "training token shards (HDF5)"},
       {"data", "val", &c.data.val, "validation token shards (HDF5)"},
       {"data", "seq_len", &c.data.seq_len, "T: tokens per sample (<= model.n_ctx)"},
+      {"data", "prefetch", &c.data.prefetch,
+       "read the next step's samples on a helper thread while this step computes (false: each "
+       "step reads its own first)"},
       {"train", "steps", &c.train.steps, "optimizer steps to run"},
       {"train", "lr", &c.train.lr, "peak learning rate"},
       {"train", "min_lr", &c.train.min_lr, "learning rate at the end of the cosine decay"},

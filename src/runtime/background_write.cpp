@@ -13,9 +13,9 @@ BackgroundWrite::~BackgroundWrite() {
 
 namespace {
 
-// Pieces of at most this many floats (16 MiB): the main thread's wait for a copy is at most one
+// Pieces of at most this many floats (4 MiB): the main thread's wait for a copy is at most one
 // piece's write.
-constexpr std::size_t kChunkFloats = std::size_t{4} << 20;
+constexpr std::size_t kChunkFloats = std::size_t{1} << 20;
 
 std::vector<io::RawPiece> chunks_of(const std::vector<io::RawPiece>& pieces) {
   std::vector<io::RawPiece> out;
@@ -36,6 +36,7 @@ void BackgroundWrite::start(std::string path, std::vector<io::RawPiece> pieces,
   if (thread_.joinable()) thread_.join();
   failure_.clear();
   seconds_ = 0.0;
+  flush_seconds_ = 0.0;
   if (pieces.empty()) return;
   done_.store(false, std::memory_order_release);
   copied_ = copies == nullptr;
@@ -67,8 +68,10 @@ void BackgroundWrite::start(std::string path, std::vector<io::RawPiece> pieces,
       failure_ = io::write_raw_pieces(path, std::span(to_write).subspan(i, 1), false);
     }
     if (!copied_) mark_copied();  // all written from the live state
+    const double written_s = clock.seconds();
     if (failure_.empty()) failure_ = io::write_raw_pieces(path, {}, true);
     seconds_ = clock.seconds();
+    flush_seconds_ = seconds_ - written_s;
     done_.store(true, std::memory_order_release);
   });
 }

@@ -30,7 +30,7 @@ class BackgroundWrite {
   void start(std::string path, std::vector<io::RawPiece> pieces,
              std::vector<std::vector<float>>* copies = nullptr);
   // Before the live state changes: waits until every piece is written or copied (at most one
-  // 16 MiB piece's write, then the copy of the rest; at once without `copies`).
+  // 4 MiB piece's write, then the copy of the rest; at once without `copies`).
   void wait_copied();
   // Whether the write has ended (or none was started). Any thread may ask.
   bool done() const { return done_.load(std::memory_order_acquire); }
@@ -38,6 +38,8 @@ class BackgroundWrite {
   std::string wait();
   // How long the last write took (this rank's), once done().
   double seconds() const { return seconds_; }
+  // Of seconds(): the wait for the disk at the end (fsync), once done().
+  double flush_seconds() const { return flush_seconds_; }
 
  private:
   std::thread thread_;
@@ -48,6 +50,7 @@ class BackgroundWrite {
   std::atomic<bool> copy_requested_{false};
   std::string failure_;
   double seconds_ = 0.0;
+  double flush_seconds_ = 0.0;
 };
 
 }  // namespace chimera::runtime

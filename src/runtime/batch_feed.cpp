@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "chimera/core/error.hpp"
+#include "chimera/core/timer.hpp"
 
 namespace chimera::runtime {
 
@@ -28,7 +29,7 @@ BatchFeed::BatchFeed(const RunPlan& plan)
 }
 
 BatchFeed::~BatchFeed() {
-  if (reader_.joinable()) reader_.join();
+  join();
 }
 
 const MicroBatchInputs& BatchFeed::read(ScheduleBatches& into, std::int64_t cursor) {
@@ -39,8 +40,15 @@ const MicroBatchInputs& BatchFeed::read(ScheduleBatches& into, std::int64_t curs
 }
 
 const MicroBatchInputs& BatchFeed::load(std::int64_t cursor) {
+  const Stopwatch clock;
+  const MicroBatchInputs& inputs = take(cursor);
+  waited_s_ += clock.seconds();
+  return inputs;
+}
+
+const MicroBatchInputs& BatchFeed::take(std::int64_t cursor) {
   if (!dataset_) return batches_.inputs();  // emulated stages read no tokens
-  wait();
+  join();
   if (prefetched_cursor_ == cursor) {
     prefetched_cursor_.reset();
     if (prefetch_error_) std::rethrow_exception(std::exchange(prefetch_error_, nullptr));
@@ -53,8 +61,8 @@ const MicroBatchInputs& BatchFeed::load(std::int64_t cursor) {
 }
 
 void BatchFeed::prefetch(std::int64_t cursor) {
-  if (!dataset_) return;
-  wait();
+  if (!dataset_ || !plan_.config.data.prefetch) return;  // load() reads it when it is needed
+  join();
   prefetched_cursor_ = cursor;
   prefetch_error_ = nullptr;
   reader_ = std::thread([this, cursor] {
@@ -67,6 +75,12 @@ void BatchFeed::prefetch(std::int64_t cursor) {
 }
 
 void BatchFeed::wait() {
+  const Stopwatch clock;
+  join();
+  waited_s_ += clock.seconds();
+}
+
+void BatchFeed::join() {
   if (reader_.joinable()) reader_.join();
 }
 

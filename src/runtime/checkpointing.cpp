@@ -142,6 +142,7 @@ bool Checkpointing::finish_in_flight() {
   const std::string written = f->write.wait();
   spare_snapshot_ = std::move(f->snapshot);  // the next save's buffers, whatever the outcome
   std::string path;
+  const Stopwatch naming;
   try {
     comm::all_or_none(world_, [&] {
       if (f->comm != MPI_COMM_NULL) path = directory_.finish_save(f->comm, f->started, written);
@@ -150,9 +151,9 @@ bool Checkpointing::finish_in_flight() {
     return tolerate(e, f->step, f->last);
   }
   log::info(
-      "saved {} (training waited {:.2f} s for the snapshot; written in the background in "
-      "{:.2f} s)",
-      path, f->blocked_s, f->write.seconds());
+      "saved {} (training waited {:.2f} s for the snapshot and {:.2f} s to name the file; "
+      "written in the background in {:.2f} s, {:.2f} s of it flushing to disk)",
+      path, f->blocked_s, naming.seconds(), f->write.seconds(), f->write.flush_seconds());
   return true;
 }
 

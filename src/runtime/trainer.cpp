@@ -408,6 +408,12 @@ void Trainer::Impl::run() {
     comm::abort_job(e.what(), exit_status(e));
   }
   report.done(step - start_step, run_clock.seconds(), schedule_bubble_ratio);
+  if (feed->needs_data() && step > start_step)
+    log::info(
+        "sample reads: the training waited {:.1f} ms per step for them on rank 0 "
+        "(data.prefetch = {})",
+        1e3 * feed->waited_seconds() / static_cast<double>(step - start_step),
+        config.data.prefetch);
 }
 
 Trainer::Trainer(const TrainRequest& request, MPI_Comm world)

@@ -62,7 +62,8 @@ struct ParallelConfig {
 struct DataConfig {
   std::vector<std::string> train;  // HDF5 token shards
   std::vector<std::string> val;
-  int seq_len = 128;  // T
+  int seq_len = 128;     // T
+  bool prefetch = true;  // read the next step's samples while this step computes
 };
 
 struct TrainConfig {

@@ -2,7 +2,8 @@
 """The next step's samples are read while this step computes: with a read latency injected
 (CHIMERA_TEST_READ_LATENCY_MS, test only) a run trains on exactly the same samples, so its
 losses equal those of a run without it, bit for bit, at W = 1 and 2, across a resume, and the
-injected wait shows up as read time, not as a changed result.
+injected wait shows up as read time, not as a changed result. With data.prefetch = false (each
+step reads its own samples first) the losses are the same too.
 
 Usage: test_prefetch.py CHIMERA MPIEXEC [MPIEXEC FLAGS...]
 """
@@ -55,6 +56,13 @@ class Prefetch(unittest.TestCase):
                 slow = self.losses(np_, 10, f"slow{np_}", ["--steps", "8"])
                 self.assertEqual(len(fast), 8)
                 self.assertEqual(fast, slow)
+
+    def test_reads_without_prefetch_train_on_the_same_samples(self):
+        # data.prefetch = false: each step reads its own samples before it computes.
+        on = self.losses(2, 5, "on", ["--steps", "6"])
+        off = self.losses(2, 5, "off", ["--steps", "6", "--set", "data.prefetch=false"])
+        self.assertEqual(len(on), 6)
+        self.assertEqual(on, off)
 
     def test_a_resumed_run_reads_the_samples_an_uninterrupted_one_reads(self):
         whole = self.losses(2, 5, "whole", ["--steps", "8"])

@@ -65,7 +65,9 @@ std::vector<std::string> available_backends() {
 }
 
 std::unique_ptr<Backend> make_backend(BackendKind kind, const BackendOptions& options) {
-  if (kind == BackendKind::Cpu) return cpu::make_cpu_backend(options.precision);
+  if (kind == BackendKind::Cpu) {
+    return cpu::make_cpu_backend(options.precision, options.cpu_bf16_engine);
+  }
   if (cuda_linked()) return cuda::make_cuda_backend(options);
   throw InputError(
       fmt::format("runtime.backend = 'cuda': this build has no CUDA backend (built: {}); "

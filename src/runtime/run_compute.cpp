@@ -88,6 +88,19 @@ class RealRunCompute final : public RunCompute {
             world, [&] { backend_ = backend::make_backend(config.runtime.backend, options); });
       }
     }
+    // The CPU's bf16 engine may come from a timing probe on each rank (docs/precision.md), which
+    // can go either way where the engines are close: every rank runs rank 0's, so that the
+    // ranks compute alike.
+    if (const auto d = comm::first_difference(world, backend_->gemm_engine())) {
+      log::info("bf16 GEMMs: rank 0 chose {} but rank {} chose {}: every rank runs rank 0's",
+                d->root_value, d->rank, d->value);
+      options.cpu_bf16_engine = d->root_value == "oneDNN" ? "onednn" : "fp32";
+      comm::all_or_none(world, [&] {
+        if (backend_->gemm_engine() != d->root_value) {
+          backend_ = backend::make_backend(config.runtime.backend, options);
+        }
+      });
+    }
     // Says which GEMM precision runs, and why, where runtime.precision = auto chose.
     log::info("backend {}", backend_->description());
     if (!backend_->host_memory()) {

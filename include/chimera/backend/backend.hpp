@@ -52,6 +52,10 @@ struct BackendOptions {
   // CUDA: the rank's index among the ranks of its node; the device is local_rank % devices.
   // -1: from the launcher's environment (docs/cuda.md), 0 when it says nothing.
   int local_rank = -1;
+  // CPU, runtime.precision = bf16, where two GEMM engines can run it (docs/precision.md):
+  // "onednn" or "fp32" pins one; empty: CHIMERA_CPU_BF16_GEMM, else a timing probe. A job runs
+  // rank 0's engine on every rank (src/runtime/run_compute.cpp), so its ranks compute alike.
+  std::string cpu_bf16_engine;
 };
 
 // Dense peak arithmetic rate of the device at the backend's precision (for MFU figures).

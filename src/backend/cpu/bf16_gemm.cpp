@@ -271,7 +271,10 @@ Bf16Gemm::Choice probe_engines() {
 
 }  // namespace
 
-Bf16Gemm::Choice Bf16Gemm::choose_for_bf16() {
+Bf16Gemm::Choice Bf16Gemm::choose_for_bf16(const std::string& pinned) {
+  if (pinned == "onednn") return {Kind::OneDnn, "rank 0's choice (every rank runs one engine)"};
+  if (pinned == "fp32") return {Kind::Emulated, "rank 0's choice (every rank runs one engine)"};
+  CHIMERA_CHECK(pinned.empty(), "unknown bf16 GEMM engine '{}'", pinned);
   if (const char* env = std::getenv("CHIMERA_CPU_BF16_GEMM"); env != nullptr && *env != '\0') {
     const std::string_view name(env);
     if (name == "onednn") return {Kind::OneDnn, "CHIMERA_CPU_BF16_GEMM=onednn"};

@@ -41,7 +41,9 @@ class Bf16Gemm {
     Kind kind;
     std::string why;
   };
-  static Choice choose_for_bf16();
+  // `pinned` ("onednn" or "fp32", e.g. the engine rank 0 chose) overrides the variable and the
+  // probe.
+  static Choice choose_for_bf16(const std::string& pinned = {});
   // Throws InputError (saying why) when Kind::OneDnn cannot run on this CPU. `bf16_note`: this
   // engine runs runtime.precision = bf16, for the reason given (empty: bf16-emulated, a test mode).
   static std::unique_ptr<Bf16Gemm> make(Kind kind, std::string bf16_note = {});

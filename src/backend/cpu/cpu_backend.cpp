@@ -19,12 +19,12 @@ namespace {
 constexpr std::size_t kAlignment = 64;
 }
 
-CpuBackend::CpuBackend(CpuPrecision precision, std::string note)
+CpuBackend::CpuBackend(CpuPrecision precision, std::string note, const std::string& bf16_engine)
     : precision_(precision), note_(std::move(note)) {
   select_blis_kernels();
   fp32_gemm_engine();  // an unknown CHIMERA_CPU_GEMM fails here, not in the first GEMM
   if (precision == CpuPrecision::Bf16) {
-    auto [kind, why] = Bf16Gemm::choose_for_bf16();
+    auto [kind, why] = Bf16Gemm::choose_for_bf16(bf16_engine);
     bf16_ = Bf16Gemm::make(kind, std::move(why));
   } else if (precision == CpuPrecision::Bf16Emulated) {
     bf16_ = Bf16Gemm::make(Bf16Gemm::Kind::Emulated);

@@ -19,7 +19,8 @@ enum class CpuPrecision { Fp32, Bf16, Bf16Emulated };
 class CpuBackend final : public Backend {
  public:
   // `note` (if any) follows the GEMM precision in description(), e.g. why auto chose fp32.
-  explicit CpuBackend(CpuPrecision precision = CpuPrecision::Fp32, std::string note = {});
+  explicit CpuBackend(CpuPrecision precision = CpuPrecision::Fp32, std::string note = {},
+                      const std::string& bf16_engine = {});
   ~CpuBackend() override;
 
   std::string description() const override;
@@ -105,7 +106,9 @@ class CpuBackend final : public Backend {
 
 // The CPU backend at runtime.precision (fp32, bf16, bf16-emulated, auto); InputError when bf16
 // cannot run on this CPU or the precision is unknown.
-std::unique_ptr<Backend> make_cpu_backend(const std::string& precision);
+// `bf16_engine`: BackendOptions::cpu_bf16_engine.
+std::unique_ptr<Backend> make_cpu_backend(const std::string& precision,
+                                          const std::string& bf16_engine = {});
 // Why this CPU cannot run bf16 GEMMs (no AMX-BF16 or AVX-512-BF16), or nullopt when it can.
 std::optional<std::string> bf16_unsupported();
 

@@ -286,6 +286,27 @@ class Precision(unittest.TestCase):
             line = assert_one_error_line(self, bf16, "runtime.precision = 'bf16'")
             self.assertIn("bf16-emulated", line)
 
+    def test_ranks_run_rank_0s_bf16_engine(self):
+        # Each rank's engine comes from its own probe or variable: a job runs rank 0's on all.
+        with tempfile.TemporaryDirectory() as tmp:
+            probe = self.run_precision(tmp, "auto")
+            if "bf16 GEMMs on" not in probe.stdout:
+                self.skipTest("this CPU runs no bf16 GEMMs: " + probe.stdout[-300:])
+            args = [CHIMERA, "train", *TINY, "--set", "parallel.stages=2", "--set",
+                    "parallel.micro_batches=2", "--set",
+                    f"data.train={os.path.join(tmp, 'tokens.h5')}", "--set",
+                    "runtime.precision=bf16", "--steps", "1"]
+            cmd = [MPIEXEC, *FLAGS, "-np", "1", "env", "CHIMERA_CPU_BF16_GEMM=fp32", *args, ":",
+                   "-np", "1", "env", "CHIMERA_CPU_BF16_GEMM=onednn", *args]
+            r = subprocess.run(cmd, capture_output=True, text=True, timeout=120,
+                               env={**os.environ, "OMP_NUM_THREADS": "1"})
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            self.assertIn("bf16 GEMMs: rank 0 chose fp32 units but rank 1 chose oneDNN: every "
+                          "rank runs rank 0's", r.stdout)
+            backend = [l for l in r.stdout.splitlines() if l.startswith("backend cpu:")]
+            self.assertEqual(len(backend), 1, r.stdout)
+            self.assertIn("bf16 GEMMs on the fp32 units", backend[0])
+
     def test_unknown_precision(self):
         with tempfile.TemporaryDirectory() as tmp:
             r = self.run_precision(tmp, "fp16")

@@ -42,13 +42,17 @@ function(chimera_add_mpi_test name)
   target_link_libraries(${name} PRIVATE ${ARG_LIBS} GTest::gtest MPI::MPI_CXX chimera_core chimera_warnings)
   target_compile_definitions(${name} PRIVATE CHIMERA_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
   target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/tests/mpi ${PROJECT_SOURCE_DIR}/tests/support)
+  # The binary's own hang watchdog (mpi_test_main.cpp) fires shortly before ctest's timeout, so
+  # a slow run (sanitizers) gets the whole timeout and a hang still ends with its message.
+  math(EXPR deadline "${ARG_TIMEOUT} - 20")
   foreach(np IN LISTS ARG_RANKS)
     add_test(NAME ${name}.np${np}
              COMMAND ${CHIMERA_TEST_LAUNCHER} ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${np}
                      ${CHIMERA_MPIEXEC_FLAGS}
                      ${MPIEXEC_PREFLAGS} $<TARGET_FILE:${name}> ${MPIEXEC_POSTFLAGS})
     set_tests_properties(${name}.np${np} PROPERTIES LABELS mpi TIMEOUT ${ARG_TIMEOUT}
-                         PROCESSORS ${np} ENVIRONMENT "OMP_NUM_THREADS=1")
+                         PROCESSORS ${np}
+                         ENVIRONMENT "OMP_NUM_THREADS=1;CHIMERA_TEST_DEADLINE_S=${deadline}")
   endforeach()
 endfunction()
 

@@ -60,6 +60,20 @@ std::string failed_io(const std::string& what, int error, const std::string& pat
                      error != 0 ? std::strerror(error) : "", h5::library_error_message());
 }
 
+// Writes `elements` floats from `data` into the hyperslab [start, start + count) of `dataset`
+// (`file_space` is its dataspace). Returns "" or, naming `what`, what failed.
+std::string write_slab(hid_t dataset, hid_t file_space, const std::vector<hsize_t>& start,
+                       const std::vector<hsize_t>& count, const float* data, hsize_t elements,
+                       hid_t transfer, const std::string& what, const std::string& path) {
+  H5_CHECK(H5Sselect_hyperslab(file_space, H5S_SELECT_SET, start.data(), nullptr, count.data(),
+                               nullptr));
+  h5::Handle memory_space = h5::dataspace_handle(H5_CHECK(H5Screate_simple(1, &elements, nullptr)));
+  errno = 0;
+  if (H5Dwrite(dataset, H5T_NATIVE_FLOAT, memory_space.get(), file_space, transfer, data) < 0)
+    return failed_io(what, errno, path);
+  return {};
+}
+
 // Writes a part of a tensor, elements [first, first + data.size()) of it flattened, as at most
 // three hyperslabs of its [rows, row] view: the rest of a first partial row, whole rows, the
 // start of a last partial row. Returns "" or what failed.
@@ -90,17 +104,12 @@ std::string write_part(hid_t dataset, const TensorData& t, hid_t transfer,
         count[1] = static_cast<hsize_t>(cols);
       }
     }
-    H5_CHECK(H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start.data(), nullptr,
-                                 count.data(), nullptr));
-    const hsize_t elements = static_cast<hsize_t>(rows * cols);
-    h5::Handle memory_space =
-        h5::dataspace_handle(H5_CHECK(H5Screate_simple(1, &elements, nullptr)));
-    errno = 0;
-    if (H5Dwrite(dataset, H5T_NATIVE_FLOAT, memory_space.get(), file_space.get(), transfer,
-                 t.data.data() + (at - t.first)) < 0)
-      return failed_io(fmt::format("writing elements [{}, {}) of tensor '{}'", at, at + rows * cols,
-                                   t.spec.name),
-                       errno, path);
+    const std::string failed = write_slab(
+        dataset, file_space.get(), start, count, t.data.data() + (at - t.first),
+        static_cast<hsize_t>(rows * cols), transfer,
+        fmt::format("writing elements [{}, {}) of tensor '{}'", at, at + rows * cols, t.spec.name),
+        path);
+    if (!failed.empty()) return failed;
     at += rows * cols;
   }
   return {};
@@ -127,17 +136,12 @@ std::string write_tensor(hid_t dataset, const TensorData& t, hid_t transfer,
     std::vector<hsize_t> start(shape.size(), 0), count(shape.begin(), shape.end());
     start[0] = static_cast<hsize_t>(begin);
     count[0] = static_cast<hsize_t>(rows);
-    H5_CHECK(H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start.data(), nullptr,
-                                 count.data(), nullptr));
-    const hsize_t elements = static_cast<hsize_t>(rows * row);
-    h5::Handle memory_space =
-        h5::dataspace_handle(H5_CHECK(H5Screate_simple(1, &elements, nullptr)));
-    errno = 0;
-    if (H5Dwrite(dataset, H5T_NATIVE_FLOAT, memory_space.get(), file_space.get(), transfer,
-                 t.data.data() + begin * row) < 0)
-      return failed_io(
-          fmt::format("writing rows [{}, {}) of tensor '{}'", begin, begin + rows, t.spec.name),
-          errno, path);
+    const std::string failed = write_slab(
+        dataset, file_space.get(), start, count, t.data.data() + begin * row,
+        static_cast<hsize_t>(rows * row), transfer,
+        fmt::format("writing rows [{}, {}) of tensor '{}'", begin, begin + rows, t.spec.name),
+        path);
+    if (!failed.empty()) return failed;
   }
   return {};
 }

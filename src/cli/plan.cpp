@@ -411,8 +411,8 @@ Run add_plan_command(CLI::App& app) {
                   "ALPHA,BETA[,ALLREDUCE]: message latency (s, ms, us, ns) and bandwidth (GB/s, "
                   "MB/s) or time per byte (ns/B) (default 5us,10GB/s); ALLREDUCE rabenseifner "
                   "(default) or binomial (Open MPI's in-place non-blocking allreduce: a reduce and "
-                  "broadcast of the whole buffer; with --shard-optimizer libnbc's reduce-scatter, "
-                  "a reduce and a linear scatter, and its linear all-gather)");
+                  "broadcast of the whole buffer; with --shard-optimizer libnbc's linear "
+                  "all-gather)");
   sub->add_option("--ranks-per-host", o->ranks_per_host,
                   "ranks sharing one host and its network link (default 1: a device per node); "
                   "a pipeline group's consecutive ranks share a host, so it must divide D");

@@ -277,17 +277,14 @@ double allreduce_time(int r, double bytes, const Costs& c) {
   return 2 * std::log2(static_cast<double>(r)) * c.alpha + 2.0 * (r - 1) / r * c.beta * bytes;
 }
 
-// Half of Rabenseifner's allreduce each: log2(r) alpha + (r-1)/r beta L. With
-// binomial_allreduce, libnbc's algorithms (simulate.hpp).
+// The runtime's ring (comm::ShardedSum), whatever the MPI: r - 1 steps of one shard each.
 double reduce_scatter_time(int r, double bytes, const Costs& c) {
   if (r <= 1) return 0;
-  if (c.binomial_allreduce) {
-    return std::ceil(std::log2(static_cast<double>(r))) * (c.alpha + c.beta * bytes) +
-           (r - 1) * (c.alpha + c.beta * bytes / r);
-  }
-  return std::log2(static_cast<double>(r)) * c.alpha + (r - 1.0) / r * c.beta * bytes;
+  return (r - 1) * (c.alpha + c.beta * bytes / r);
 }
 
+// Half of Rabenseifner's allreduce: log2(r) alpha + (r-1)/r beta L; with binomial_allreduce,
+// libnbc's linear all-gather (simulate.hpp).
 double allgather_time(int r, double bytes, const Costs& c) {
   if (r <= 1) return 0;
   if (c.binomial_allreduce) return (r - 1) * (c.alpha + c.beta * bytes / r);

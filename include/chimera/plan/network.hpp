@@ -14,7 +14,7 @@ struct Network {
   double beta_ms_per_byte = 0.0;  // inverse bandwidth
   // Open MPI's in-place non-blocking allreduce: a binomial reduce and broadcast of the whole
   // buffer, 2 ceil(log2 r) (alpha + beta L), instead of Rabenseifner's (",binomial" in --network);
-  // for sharded optimizer state, libnbc's reduce-scatter and all-gather (schedule/simulate.hpp).
+  // for sharded optimizer state, libnbc's linear all-gather (schedule/simulate.hpp).
   bool binomial_allreduce = false;
   // Ranks sharing one host and its link (a pipeline group's consecutive ranks; it divides D):
   // messages between two of them take host_alpha + host_beta n (memory; free unless given), the

@@ -18,17 +18,16 @@
 //     allreduces of one worker run one after the other. The tied token table's sum
 //     (tied_grad_bytes, over the workers with a TiedGradReady * data_parallel) is priced the same
 //     way.
-//   * Sharded optimizer state (LowerOptions::shard_optimizer): the sum started at GradReady is a
-//     reduce-scatter, log2(r)*alpha + (r-1)/r*beta*L, and each stage's weights (and the tied
-//     table's) come back by an all-gather of the same price: together they cost what the
-//     allreduce costs. The gathers start at the step boundary, time 0 here (the previous
+//   * Sharded optimizer state (LowerOptions::shard_optimizer): the sum started at GradReady is the
+//     runtime's own ring reduce-scatter on every MPI (comm::ShardedSum),
+//     (r-1)*alpha + (r-1)/r*beta*L, and each stage's weights (and the tied table's) come back by
+//     an all-gather, log2(r)*alpha + (r-1)/r*beta*L: together they cost about what the allreduce
+//     costs. The gathers start at the step boundary, time 0 here (the previous
 //     iteration's optimizer step has just ended), in the order the program first needs them, one
 //     at a time per worker like the sums; a WaitGather holds its worker until its stage's gather
 //     (and for stage 0 and the last stage the tied table's) has ended, so a late gather delays
-//     that first op. With binomial_allreduce they are priced as Open MPI's non-blocking ones
-//     (libnbc): a reduce-scatter is a binomial reduce to one rank and a linear scatter,
-//     ceil(log2 r)(alpha + beta L) + (r-1)(alpha + beta L/r); an all-gather is linear,
-//     (r-1)(alpha + beta L/r).
+//     that first op. With binomial_allreduce the all-gather is priced as Open MPI's non-blocking
+//     one (libnbc) runs: linear, (r-1)(alpha + beta L/r).
 #include <memory>
 #include <string>
 #include <vector>

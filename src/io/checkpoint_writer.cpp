@@ -365,43 +365,6 @@ std::vector<RawPiece> create_checkpoint_file(MPI_Comm comm, const std::string& p
   return write_file(comm, path, tensors, meta, false);
 }
 
-std::string write_raw_pieces(const std::string& path, std::span<const RawPiece> pieces, bool sync) {
-  static_assert(std::endian::native == std::endian::little,
-                "raw pieces are stored as H5T_IEEE_F32LE");
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
-  if (fd < 0) return fmt::format("cannot open {} to write it: {}", path, std::strerror(errno));
-  std::string failure;
-  for (const RawPiece& piece : pieces) {
-    const char* bytes = reinterpret_cast<const char*>(piece.data.data());
-    std::size_t left = piece.data.size_bytes();
-    off_t at = static_cast<off_t>(piece.offset);
-    while (left > 0 && failure.empty()) {
-      const ssize_t n = ::pwrite(fd, bytes, left, at);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) {
-        failure =
-            fmt::format("{}: writing {:.1f} MB at offset {} failed: {}", path,
-                        static_cast<double>(left) / 1e6, at, std::strerror(n < 0 ? errno : ENOSPC));
-        break;
-      }
-      bytes += n;
-      left -= static_cast<std::size_t>(n);
-      at += n;
-    }
-    // Starts the disk's write of this piece now, without waiting for it: the page cache would
-    // otherwise hold it until the fsync below, which then waits for the whole file at once.
-    if (failure.empty())
-      ::sync_file_range(fd, static_cast<off_t>(piece.offset),
-                        static_cast<off_t>(piece.data.size_bytes()), SYNC_FILE_RANGE_WRITE);
-  }
-  // Durable before the ranks agree to name it: each writer flushes its own writes (on a
-  // parallel file system, another node's fsync does not cover them).
-  if (failure.empty() && sync && ::fsync(fd) != 0)
-    failure = fmt::format("fsync of {} failed: {}", path, std::strerror(errno));
-  ::close(fd);
-  return failure;
-}
-
 CheckpointDirectory::CheckpointDirectory(std::string dir, int keep)
     : dir_(std::move(dir)), keep_(keep) {
   CHIMERA_REQUIRE(!dir_.empty(), "checkpoint.dir is empty: name a directory for checkpoints");

@@ -74,9 +74,11 @@ std::vector<RawPiece> create_checkpoint_file(MPI_Comm comm, const std::string& p
                                              std::span<const TensorData> tensors,
                                              const CheckpointMeta& meta);
 // Not collective, no MPI, no HDF5: may run on any thread. "" when written and (`sync`) flushed
-// to disk, else what failed with the system's reason.
+// to disk, else what failed with the system's reason. Around the page cache (O_DIRECT) where
+// the file system allows it (src/io/raw_pieces.cpp); `direct_bytes`, where given, receives how
+// many bytes went that way.
 std::string write_raw_pieces(const std::string& path, std::span<const RawPiece> pieces,
-                             bool sync = true);
+                             bool sync = true, std::size_t* direct_bytes = nullptr);
 
 // A directory of checkpoints `ckpt-<step>.h5` with a `latest` pointer file naming the newest.
 class CheckpointDirectory {

@@ -6,8 +6,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <fcntl.h>
+
 #include <chrono>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <memory>
 #include <thread>
 
 #include "checkpoint_fixture.hpp"
@@ -68,6 +74,70 @@ TEST(RawCheckpoint, ANamedPathThatCannotBeOpenedIsReportedNotThrown) {
   const std::string missing = (fresh_dir("missing") / "gone.h5.tmp").string();
   const std::vector<RawPiece> pieces{{0, model.values[0]}};
   EXPECT_NE(write_raw_pieces(missing, pieces).find("cannot open"), std::string::npos);
+}
+
+// Pieces at offsets and from memory that are not block-aligned (and one that is): every byte
+// lands where it belongs, around the page cache where the file system has O_DIRECT.
+void expect_pieces_written(const fs::path& file, bool direct_expected) {
+  constexpr std::size_t kBlock = 4096;
+  const std::size_t size = 8 * kBlock;
+  {
+    std::ofstream out(file, std::ios::binary);
+    const std::string fill(size, '\xab');
+    out.write(fill.data(), static_cast<std::streamsize>(fill.size()));
+  }
+  std::vector<float> values(4 * kBlock);
+  for (std::size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(i) + 0.25F;
+  std::unique_ptr<float, decltype(&std::free)> aligned(
+      static_cast<float*>(std::aligned_alloc(kBlock, 2 * kBlock)), &std::free);
+  for (std::size_t i = 0; i < 2 * kBlock / 4; ++i) aligned.get()[i] = -static_cast<float>(i);
+  const std::vector<RawPiece> pieces{
+      {kBlock + 12, std::span<const float>(values.data() + 3, (3 * kBlock + 100) / 4)},
+      {5 * kBlock, std::span<const float>(aligned.get(), 2 * kBlock / 4)},
+      {7 * kBlock + 8, std::span<const float>(values.data(), 16)},  // within one block
+  };
+  std::string expected(size, '\xab');
+  for (const RawPiece& p : pieces)
+    std::memcpy(expected.data() + p.offset, p.data.data(), p.data.size_bytes());
+  std::size_t direct = 0;
+  ASSERT_EQ(write_raw_pieces(file.string(), pieces, true, &direct), "");
+  std::ifstream in(file, std::ios::binary);
+  const std::string got((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_EQ(got.size(), expected.size());
+  EXPECT_TRUE(got == expected) << "a byte went elsewhere";
+  if (direct_expected) {
+    // The first piece's aligned middle [2, 4) blocks and the second piece's 2 blocks.
+    EXPECT_EQ(direct, 4 * kBlock);
+  } else {
+    EXPECT_EQ(direct, 0U);
+  }
+}
+
+bool has_direct_io(const fs::path& file) {
+  { std::ofstream(file) << "x"; }
+  const int fd = ::open(file.c_str(), O_WRONLY | O_DIRECT);
+  if (fd >= 0) ::close(fd);
+  return fd >= 0;
+}
+
+TEST(RawCheckpoint, DirectWritesPutEveryByteWhereItBelongs) {
+  const fs::path dir = fresh_dir("direct");
+  fs::create_directories(dir);
+  const fs::path file = dir / "pieces.bin";
+  if (!has_direct_io(file)) GTEST_SKIP() << dir << " has no O_DIRECT: only the buffered path";
+  expect_pieces_written(file, true);
+}
+
+TEST(RawCheckpoint, BufferedWritesWhereTheFileSystemHasNoDirectIo) {
+  const fs::path dir = fs::path("/dev/shm") / "chimera_raw_checkpoint_buffered";
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+  if (!fs::create_directories(dir, ec) || has_direct_io(dir / "pieces.bin")) {
+    fs::remove_all(dir, ec);
+    GTEST_SKIP() << "no tmpfs without O_DIRECT at /dev/shm to test the buffered path on";
+  }
+  expect_pieces_written(dir / "pieces.bin", false);
+  fs::remove_all(dir, ec);
 }
 
 // SIGKILL while the values are being written (the child writes ~60 MB piece by piece), at a

@@ -29,7 +29,7 @@ namespace {
 
 // Every block size in use (512 B sectors, 4 KiB pages and sectors) divides it.
 constexpr std::size_t kDirectAlign = 4096;
-constexpr std::size_t kBounceBytes = std::size_t{8} << 20;
+constexpr std::size_t kBounceBytes = std::size_t{4} << 20;
 
 std::size_t align_down(std::size_t x) {
   return x / kDirectAlign * kDirectAlign;
@@ -60,6 +60,14 @@ struct FreeAligned {
   void operator()(void* p) const { std::free(p); }
 };
 
+// One per writing thread, kept for its next calls (a save writes piece by piece): allocating and
+// first touching it for each piece would cost what the direct write saves. Null if none.
+char* bounce_buffer() {
+  thread_local const std::unique_ptr<char, FreeAligned> buffer(
+      static_cast<char*>(std::aligned_alloc(kDirectAlign, kBounceBytes)));
+  return buffer.get();
+}
+
 class PieceWriter {
  public:
   PieceWriter(const std::string& path, int fd) : path_(path), fd_(fd) {
@@ -88,16 +96,14 @@ class PieceWriter {
   // [at, at + length), both aligned.
   std::string write_direct(const char* bytes, std::size_t length, std::size_t at) {
     const bool aligned = std::bit_cast<std::uintptr_t>(bytes) % kDirectAlign == 0;
-    if (!aligned && !bounce_) {
-      bounce_.reset(static_cast<char*>(std::aligned_alloc(kDirectAlign, kBounceBytes)));
-      if (!bounce_) return write_all(fd_, bytes, length, at, path_);
-    }
+    char* const bounce = aligned ? nullptr : bounce_buffer();
+    if (!aligned && bounce == nullptr) return write_all(fd_, bytes, length, at, path_);
     while (length > 0) {
       const std::size_t chunk = std::min(length, kBounceBytes);
       const char* from = bytes;
       if (!aligned) {
-        std::memcpy(bounce_.get(), bytes, chunk);
-        from = bounce_.get();
+        std::memcpy(bounce, bytes, chunk);
+        from = bounce;
       }
       const ssize_t n = ::pwrite(direct_fd_, from, chunk, static_cast<off_t>(at));
       if (n < 0 && errno == EINTR) continue;
@@ -128,7 +134,6 @@ class PieceWriter {
   const std::string& path_;
   int fd_;
   int direct_fd_ = -1;
-  std::unique_ptr<char, FreeAligned> bounce_;
   std::size_t direct_bytes_ = 0;
 };
 

@@ -40,11 +40,15 @@ std::string describe_nonfinite(std::int64_t step, const LossAndNorm& v, int stag
 
 }  // namespace
 
-LossAndNorm reduce_loss_and_norm(MPI_Comm world, const IterationResult& r, double grad_squares) {
+LossAndNorm reduce_loss_and_norm(MPI_Comm world, const IterationResult& r, double grad_squares,
+                                 const comm::WaitPolicy& policy, const comm::WaitLabel& label) {
   double local[3] = {r.loss_sum, static_cast<double>(r.loss_count), grad_squares};
   double total[3] = {0.0, 0.0, 0.0};
-  MPI_CHECK(MPI_Reduce(local, total, 3, MPI_DOUBLE, MPI_SUM, 0, world));
-  MPI_CHECK(MPI_Bcast(total, 3, MPI_DOUBLE, 0, world));
+  MPI_Request request = MPI_REQUEST_NULL;
+  MPI_CHECK(MPI_Ireduce(local, total, 3, MPI_DOUBLE, MPI_SUM, 0, world, &request));
+  comm::wait(request, policy, nullptr, nullptr, nullptr, label);
+  MPI_CHECK(MPI_Ibcast(total, 3, MPI_DOUBLE, 0, world, &request));
+  comm::wait(request, policy, nullptr, nullptr, nullptr, label);
   return LossAndNorm{total[1] > 0 ? total[0] / total[1] : 0.0, std::sqrt(total[2])};
 }
 

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "chimera/comm/mpi.hpp"
 #include "chimera/core/config.hpp"
 #include "executor.hpp"
 
@@ -24,7 +25,11 @@ struct LossAndNorm {
 // which clipping needs anyway). Reduced to rank 0 and broadcast, so every rank holds the same
 // bits: every replica applies the same clip factor, and every rank reaches the same verdict on
 // whether the step is finite (a NaN in a sum stays NaN, an Inf in a sum of squares stays Inf).
-LossAndNorm reduce_loss_and_norm(MPI_Comm world, const IterationResult& r, double grad_squares);
+// Non-blocking, awaited by `policy`'s sleeping, watched wait (`label` names it if it trips): a
+// blocking collective polls a core the whole time, which on cores shared by several ranks
+// delays the very peers it waits for by a scheduler slice per round.
+LossAndNorm reduce_loss_and_norm(MPI_Comm world, const IterationResult& r, double grad_squares,
+                                 const comm::WaitPolicy& policy, const comm::WaitLabel& label);
 
 class NonfiniteGuard {
  public:

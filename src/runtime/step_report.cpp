@@ -11,14 +11,18 @@
 namespace chimera::runtime {
 
 StepStats reduce_step(MPI_Comm world, const IterationResult& r, double iter_s,
-                      std::int64_t peak_act, int stop_signal) {
+                      std::int64_t peak_act, int stop_signal, const comm::WaitPolicy& policy,
+                      const comm::WaitLabel& label) {
   int size = 1;
   MPI_CHECK(MPI_Comm_size(world, &size));
   double sums[3] = {r.compute_s, r.idle_queued_s.value_or(0.0), r.idle_queued_s ? 1.0 : 0.0};
   double maxes[4] = {iter_s, r.wall_s, static_cast<double>(peak_act),
                      static_cast<double>(stop_signal)};
-  MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, sums, 3, MPI_DOUBLE, MPI_SUM, world));
-  MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, maxes, 4, MPI_DOUBLE, MPI_MAX, world));
+  MPI_Request requests[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+  MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, sums, 3, MPI_DOUBLE, MPI_SUM, world, &requests[0]));
+  MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, maxes, 4, MPI_DOUBLE, MPI_MAX, world, &requests[1]));
+  for (MPI_Request& request : requests)
+    comm::wait(request, policy, nullptr, nullptr, nullptr, label);
   StepStats s;
   s.iter_s = maxes[0];
   s.pipeline_s = maxes[1];

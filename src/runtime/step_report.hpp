@@ -8,6 +8,7 @@
 #include <string>
 
 #include "chimera/comm/core_sharing.hpp"
+#include "chimera/comm/mpi.hpp"
 #include "chimera/io/metrics.hpp"
 #include "chimera/runtime/run_plan.hpp"
 #include "executor.hpp"
@@ -24,9 +25,11 @@ struct StepStats {
   bool stop() const { return stop_signal != 0; }
 };
 
-// Collective: the timing and the stop signal of one step, gathered with two reductions.
+// Collective: the timing and the stop signal of one step, gathered with two non-blocking
+// reductions awaited by `policy`'s sleeping, watched wait (as reduce_loss_and_norm's).
 StepStats reduce_step(MPI_Comm world, const IterationResult& r, double iter_s,
-                      std::int64_t peak_act, int stop_signal);
+                      std::int64_t peak_act, int stop_signal, const comm::WaitPolicy& policy,
+                      const comm::WaitLabel& label);
 
 class StepReport {
  public:

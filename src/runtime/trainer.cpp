@@ -328,13 +328,17 @@ void Trainer::Impl::run() {
       // Reduce, guard, optimizer.
       const double lr = lr_schedule.at(static_cast<int>(step));
       // Every rank arrives in a watched wait, which answers the probes of a stuck peer, before
-      // the blocking reductions.
+      // the reductions (watched waits too).
       comm::barrier(world, wait_policy, [&, step] {
         return fmt::format("the barrier before the reductions of step {}{}", step + 1,
                            comm::describe_silent_peers(world));
       });
       watchdog->phase("the reduction of the step's loss and gradient norm over all ranks");
-      const LossAndNorm v = reduce_loss_and_norm(world, r, compute->local_grad_squares());
+      const LossAndNorm v =
+          reduce_loss_and_norm(world, r, compute->local_grad_squares(), wait_policy, [&, step] {
+            return fmt::format("the reduction of step {}'s loss and gradient norm{}", step + 1,
+                               comm::describe_silent_peers(world));
+          });
       const NonfiniteGuard::Verdict verdict = guard.judge(v);
       // AdamW counts the updates made: skipped steps do not advance its bias correction.
       if (checkpointing) checkpointing->before_update();  // a save's snapshot is taken
@@ -345,8 +349,12 @@ void Trainer::Impl::run() {
       // overlap what comes before each stage's next forward, which waits for its own.
       if (verdict.finite) transport.start_gathers();
       watchdog->phase("the reduction of the step's timings over all ranks");
-      const StepStats s = reduce_step(world, r, iter_clock.seconds(),
-                                      stages.peak_activation_bytes(), signals.received());
+      const StepStats s =
+          reduce_step(world, r, iter_clock.seconds(), stages.peak_activation_bytes(),
+                      signals.received(), wait_policy, [&, step] {
+                        return fmt::format("the reduction of step {}'s timings{}", step + 1,
+                                           comm::describe_silent_peers(world));
+                      });
       step_bound.reset();
       watchdog->step_done(s.iter_s);
       losses.push_back(v.loss);

@@ -58,8 +58,8 @@ struct WaitPolicy {
   double max_bell_sleep_us = 2000.0;
   bool doorbells = true;  // runtime.wait: doorbell (true) or poll (false)
   // runtime.watchdog_s: a single wait longer than this ends the job through abort_job, naming
-  // the wait (0 = off). Only waits are watched: compute, and the blocking collectives at the end
-  // of a step, never trip it. `derived_watchdog_s`, where set, replaces it with a limit the run
+  // the wait (0 = off). Only waits are watched: compute, and the few blocking collectives left
+  // (setup, validation's), never trip it. `derived_watchdog_s`, where set, replaces it with a limit the run
   // derives from its step times as it goes (runtime/step_watchdog.hpp); every copy of the policy
   // reads the same value.
   double watchdog_s = 0.0;
@@ -95,8 +95,8 @@ void wait(MPI_Request& request, const WaitPolicy& policy, bool (*poll)(void*) = 
           void* poll_arg = nullptr, const Doorbells* bell = nullptr, const WaitLabel& label = {});
 
 // A barrier over `comm` whose wait is a wait like the others: watched by the watchdog, and
-// answering the probes of a peer stuck elsewhere (peer_probe.hpp). Before blocking collectives,
-// it keeps a rank that got ahead of a lost peer from sitting where it cannot answer.
+// answering the probes of a peer stuck elsewhere (peer_probe.hpp). Before a step's reductions,
+// it keeps a rank that got ahead of a lost peer waiting where it answers.
 void barrier(MPI_Comm comm, const WaitPolicy& policy, const WaitLabel& label);
 
 }  // namespace chimera::comm

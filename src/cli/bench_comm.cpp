@@ -34,6 +34,44 @@ void require_repeats(const CommFlags& f) {
   CHIMERA_REQUIRE(f.max_bytes >= 4, "--max-bytes {}: must be at least 4", f.max_bytes);
 }
 
+// Which messages move while their sender computes. Rank 1 posts its receive and waits; rank 0
+// posts the send, then makes no MPI call for `busy_s` (an op computing), then waits. A message
+// in by then went without the sender's progress (eager, or read by the receiver over RDMA); a
+// later one waited for the sender's next MPI call (a rendezvous over TCP). Sizes whose transfer
+// alone takes more than a quarter of `busy_s` cannot tell and end the search. The largest size
+// that moved, and the smallest that waited (0 where none did).
+std::pair<std::size_t, std::size_t> sender_progress_limit(const comm::MpiSession& mpi,
+                                                          const std::vector<std::size_t>& sizes,
+                                                          const std::vector<double>& one_way,
+                                                          std::vector<char>& buf) {
+  constexpr double busy_s = 0.05;
+  std::size_t moved = 0;
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    if (one_way[i] > busy_s / 4) break;
+    const int n = static_cast<int>(sizes[i]);
+    double arrival = 1e30;
+    for (int r = 0; r < 2; ++r) {
+      MPI_Request request = MPI_REQUEST_NULL;
+      if (mpi.rank() == 1)
+        MPI_CHECK(MPI_Irecv(buf.data(), n, MPI_CHAR, 0, 1, MPI_COMM_WORLD, &request));
+      MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+      const double t0 = now_seconds();
+      if (mpi.rank() == 0) {
+        MPI_CHECK(MPI_Isend(buf.data(), n, MPI_CHAR, 1, 1, MPI_COMM_WORLD, &request));
+        sleep_seconds(busy_s);
+      }
+      MPI_CHECK(MPI_Wait(&request, MPI_STATUS_IGNORE));
+      arrival = std::min(arrival, now_seconds() - t0);
+    }
+    // Rank 1's verdict is the one that counts: every rank takes it.
+    int waited = mpi.rank() == 1 && arrival >= busy_s ? 1 : 0;
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &waited, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
+    if (waited != 0) return {moved, sizes[i]};
+    moved = sizes[i];
+  }
+  return {moved, 0};
+}
+
 int run_p2p(const CommFlags& f) {
   const comm::MpiSession mpi(nullptr, nullptr);
   CHIMERA_REQUIRE(mpi.size() >= 2,
@@ -61,6 +99,16 @@ int run_p2p(const CommFlags& f) {
     }
     one_way.push_back(best);
     log::info("{:>12} {:>12.2f} {:>12.3f}", b, best * 1e6, static_cast<double>(b) / best / 1e9);
+  }
+  const auto [moved, waited] = sender_progress_limit(mpi, sizes, one_way, buf);
+  if (waited > 0) {
+    log::info(
+        "sender progress: messages up to {} B arrived while the sender computed; {} B waited "
+        "for its next MPI call (a rendezvous the sender drives); for `chimera plan --network "
+        "...,rendezvous={}`",
+        moved, waited, moved);
+  } else {
+    log::info("sender progress: every message up to {} B arrived while the sender computed", moved);
   }
   if (sizes.size() < 2) return 0;  // one size: nothing to fit
   const plan::HockneyFit all = plan::fit_all_sizes(sizes, one_way);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <limits>
 
 #include "chimera/core/error.hpp"
 
@@ -60,17 +61,33 @@ double Network::allreduce_ms(double bytes, int ranks) const {
 }
 
 Network parse_network(std::string_view whole) {
-  // An optional third part names the allreduce's algorithm.
+  // Options after ALPHA,BETA: the allreduce's algorithm, the rendezvous size.
   std::string_view text = whole;
   bool binomial = false;
+  double rendezvous = std::numeric_limits<double>::infinity();
   if (const auto second = text.find(',', text.find(',') + 1);
       text.find(',') != std::string_view::npos && second != std::string_view::npos) {
-    const std::string_view algorithm = trim(text.substr(second + 1));
-    CHIMERA_REQUIRE(algorithm == "binomial" || algorithm == "rabenseifner",
-                    "--network '{}': ALLREDUCE '{}' is neither rabenseifner nor binomial", whole,
-                    algorithm);
-    binomial = algorithm == "binomial";
+    std::string_view options = text.substr(second + 1);
     text = text.substr(0, second);
+    while (true) {
+      const auto comma = options.find(',');
+      const std::string_view option = trim(options.substr(0, comma));
+      if (option.starts_with("rendezvous=")) {
+        const std::string_view size = option.substr(std::string_view("rendezvous=").size());
+        const auto [value, unit] = number_and_unit(size, "rendezvous=BYTES", whole);
+        CHIMERA_REQUIRE(unit.empty() || unit == "B",
+                        "--network '{}': rendezvous={} is not a number of bytes", whole, size);
+        rendezvous = value;
+      } else {
+        CHIMERA_REQUIRE(option == "binomial" || option == "rabenseifner",
+                        "--network '{}': '{}' is neither an allreduce (rabenseifner, binomial) "
+                        "nor rendezvous=BYTES",
+                        whole, option);
+        binomial = option == "binomial";
+      }
+      if (comma == std::string_view::npos) break;
+      options.remove_prefix(comma + 1);
+    }
   }
   const auto comma = text.find(',');
   CHIMERA_REQUIRE(comma != std::string_view::npos, "--network '{}': {}", text, kForm);
@@ -94,6 +111,7 @@ Network parse_network(std::string_view whole) {
     net.beta_ms_per_byte = beta * time_unit_ms(beta_unit.substr(0, beta_unit.size() - 2));
   }
   net.binomial_allreduce = binomial;
+  net.rendezvous_bytes = rendezvous;
   return net;
 }
 
@@ -162,9 +180,14 @@ std::string describe(const Network& n) {
           ? fmt::format(", {} ranks per host (within one: alpha {:.3g} us, beta {:.3g} ns/B)",
                         n.ranks_per_host, n.host_alpha_ms * 1e3, n.host_beta_ms_per_byte * 1e6)
           : std::string();
-  return fmt::format("alpha {:.3g} us, beta {:.3g} ns/B{}{}{}", n.alpha_ms * 1e3,
+  const std::string rendezvous =
+      std::isfinite(n.rendezvous_bytes)
+          ? fmt::format(", messages over {:.0f} B wait for their sender's progress",
+                        n.rendezvous_bytes)
+          : std::string();
+  return fmt::format("alpha {:.3g} us, beta {:.3g} ns/B{}{}{}{}", n.alpha_ms * 1e3,
                      n.beta_ms_per_byte * 1e6, bandwidth,
-                     n.binomial_allreduce ? ", binomial allreduce" : "", hosts);
+                     n.binomial_allreduce ? ", binomial allreduce" : "", rendezvous, hosts);
 }
 
 }  // namespace chimera::plan

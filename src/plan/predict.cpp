@@ -200,6 +200,7 @@ Prediction Predictor::operator()(const Layout& l) {
   costs.alpha = net.alpha_ms;
   costs.beta = net.beta_ms_per_byte;
   costs.binomial_allreduce = net.binomial_allreduce;
+  costs.rendezvous_bytes = net.rendezvous_bytes;
   costs.ranks_per_host = net.ranks_per_host;
   costs.host_alpha = net.host_alpha_ms;
   costs.host_beta = net.host_beta_ms_per_byte;

@@ -79,8 +79,11 @@ struct Simulator::Graph {
   int mb_split = 1;
   std::vector<Step> steps;
   std::vector<bool> message_is_activation;  // [message]
-  std::vector<int> index_of;                // [op id] index in its worker's ops
-  std::vector<OpKind> kind;                 // [op id]
+  // [message] the op its sender computes right after posting it, before any wait (-1: none):
+  // the sender makes no MPI progress on it until that op ends.
+  std::vector<int> op_after_send;
+  std::vector<int> index_of;              // [op id] index in its worker's ops
+  std::vector<OpKind> kind;               // [op id]
   std::vector<double> work;               // [op id] micro-batches covered / mb_split * stage_scale
   std::vector<int> offset;                // [worker] first op id
   std::vector<double> peak, copies;       // [worker], order-only statistics
@@ -158,6 +161,22 @@ Simulator::Simulator(const Schedule& schedule, const LowerOptions& options) {
   }
   for (int w = 0; w <= G.workers; ++w) G.offset[w] = w < G.workers ? g.id(w, 0) : n;
   order_steps(program, g, G.steps, G.message_is_activation);
+  G.op_after_send.assign(G.message_is_activation.size(), -1);
+  {
+    std::vector<std::vector<int>> unstarted(static_cast<std::size_t>(G.workers));
+    for (const Graph::Step& step : G.steps) {
+      auto& mine = unstarted[static_cast<std::size_t>(step.worker)];
+      if (step.kind == InstrKind::Send) {
+        mine.push_back(step.arg);
+      } else if (step.kind == InstrKind::Compute) {
+        for (const int m : mine) G.op_after_send[m] = step.arg;
+        mine.clear();
+      } else if (step.kind == InstrKind::WaitRecv || step.kind == InstrKind::WaitSums ||
+                 step.kind == InstrKind::WaitGather) {
+        mine.clear();  // the sender waits inside MPI: it progresses the message there
+      }
+    }
+  }
 
   // Order-only statistics: activations held and stage replicas per worker.
   G.peak.assign(static_cast<std::size_t>(G.workers), 0);
@@ -223,6 +242,8 @@ void require_costs(const Costs& c) {
                     v);
   }
   CHIMERA_REQUIRE(c.data_parallel >= 1, "data_parallel = {} must be >= 1", c.data_parallel);
+  CHIMERA_REQUIRE(c.rendezvous_bytes >= 0, "cost rendezvous_bytes = {} must be >= 0",
+                  c.rendezvous_bytes);
   CHIMERA_REQUIRE(std::isfinite(c.host_alpha) && c.host_alpha >= 0 && std::isfinite(c.host_beta) &&
                       c.host_beta >= 0,
                   "cost host_alpha = {}, host_beta = {} must be finite numbers >= 0", c.host_alpha,
@@ -324,14 +345,37 @@ SimResult Simulator::run(const Costs& costs) const {
   }
   std::vector<LinkBookings> link_out(static_cast<std::size_t>(hosts));
   std::vector<LinkBookings> link_in(static_cast<std::size_t>(hosts));
-  // When a message ready at `ready` (sent and its receive posted) is in at worker `to`.
-  const auto arrival = [&](int message, int to, double ready) {
+  // The ops priced so far, per worker, in time order: when a rank is inside one (no progress).
+  std::vector<std::vector<std::pair<double, double>>> computing(
+      static_cast<std::size_t>(G.workers));
+  // The first moment from `t` on at which worker `w` is not inside an op it has been priced for.
+  const auto out_of_ops = [&](int w, double t) {
+    const auto& ops = computing[static_cast<std::size_t>(w)];
+    auto it = std::upper_bound(ops.begin(), ops.end(), t,
+                               [](double x, const auto& op) { return x < op.first; });
+    if (it != ops.begin() && t < std::prev(it)->second) return std::prev(it)->second;
+    return t;
+  };
+  // When a message ready at `ready` (sent and its receive posted) is in at worker `to`, which
+  // waits for it from `waiting`.
+  const auto arrival = [&](int message, int to, double ready, double sent, double waiting) {
     const double bytes =
         (G.message_is_activation[message] ? costs.activation_bytes : costs.gradient_bytes) /
         G.mb_split;
     const int from = host(sender[message]);
     if (from == host(to)) return ready + costs.host_alpha + costs.host_beta * bytes;
-    return cross_links(link_out[from], link_in[host(to)], ready, costs.beta * bytes) + costs.alpha;
+    double start = ready;
+    if (bytes > costs.rendezvous_bytes) {
+      // The receiver answers the request at its wait, or where the op it computes ends ...
+      const double answered = ready >= waiting ? ready : out_of_ops(to, ready);
+      // ... and the sender sees the answer after the op it started when it posted the send.
+      start = answered;
+      if (const int op = G.op_after_send[message]; op >= 0) {
+        const double busy_until = sent + G.work[op] * op_cost(G.kind[op]);
+        if (answered < busy_until) start = busy_until;
+      }
+    }
+    return cross_links(link_out[from], link_in[host(to)], start, costs.beta * bytes) + costs.alpha;
   };
 
   SimResult r;
@@ -399,12 +443,14 @@ SimResult Simulator::run(const Costs& costs) const {
         sent[step.arg] = t;
         break;
       case InstrKind::WaitRecv:
-        t = std::max(t, arrival(step.arg, step.worker, std::max(sent[step.arg], posted[step.arg])));
+        t = std::max(t, arrival(step.arg, step.worker, std::max(sent[step.arg], posted[step.arg]),
+                                sent[step.arg], t));
         break;
       case InstrKind::Compute:
         start[step.arg] = t;
         t += G.work[step.arg] * op_cost(G.kind[step.arg]);
         end[step.arg] = t;
+        computing[static_cast<std::size_t>(step.worker)].emplace_back(start[step.arg], t);
         break;
       case InstrKind::GradReady:
         stage_ready[step.arg] = std::max(stage_ready[step.arg], t);

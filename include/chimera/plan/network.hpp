@@ -3,6 +3,7 @@
 // alpha + beta * n (Hockney). The same alpha and beta drive the Rabenseifner allreduce the
 // simulator charges for gradient synchronisation.
 #include <cstddef>
+#include <limits>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -19,6 +20,10 @@ struct Network {
   // Ranks sharing one host and its link (a pipeline group's consecutive ranks; it divides D):
   // messages between two of them take host_alpha + host_beta n (memory; free unless given), the
   // others share the host's link (schedule::Costs::ranks_per_host). 1: a device per node.
+  // Messages larger than this need their sender's progress to move (MPI over TCP), and wait for
+  // the end of the op it computes (schedule::Costs::rendezvous_bytes; ",rendezvous=BYTES" in
+  // --network, as `chimera bench p2p` measures it). Infinity: never (RDMA networks).
+  double rendezvous_bytes = std::numeric_limits<double>::infinity();
   int ranks_per_host = 1;
   double host_alpha_ms = 0.0;
   double host_beta_ms_per_byte = 0.0;
@@ -29,7 +34,8 @@ struct Network {
   double allreduce_ms(double bytes, int ranks) const;
 };
 
-// Parses "ALPHA,BETA[,ALLREDUCE]": ALLREDUCE rabenseifner (default) or binomial; ALPHA a time with
+// Parses "ALPHA,BETA[,ALLREDUCE][,rendezvous=BYTES]": ALLREDUCE rabenseifner (default) or
+// binomial; rendezvous=BYTES Network::rendezvous_bytes; ALPHA a time with
 // unit s, ms, us or ns ("5us"); BETA a bandwidth
 // ("10GB/s", "800MB/s", decimal units) or a time per byte ("0.1ns/B"). Throws InputError naming
 // the part that is wrong.

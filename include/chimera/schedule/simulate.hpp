@@ -28,6 +28,7 @@
 //     (and for stage 0 and the last stage the tied table's) has ended, so a late gather delays
 //     that first op. With binomial_allreduce the all-gather is priced as Open MPI's non-blocking
 //     one (libnbc) runs: linear, (r-1)(alpha + beta L/r).
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -62,6 +63,14 @@ struct Costs {
   int ranks_per_host = 1;
   double host_alpha = 0.0;
   double host_beta = 0.0;
+  // Messages between hosts larger than this go by a rendezvous that needs the sender's CPU to
+  // move the bytes (MPI over TCP: Open MPI's UCX and ob1 alike). MPI progresses only inside MPI
+  // calls, and a rank computing an op makes none: such a message starts moving once the receiver
+  // has answered the sender's request (at its wait, or at the end of the op it was computing)
+  // and the sender has seen the answer (at the end of the op it started after the send).
+  // Infinity (the default): every message moves without the sender, as on RDMA networks, where
+  // the receiver reads it.
+  double rendezvous_bytes = std::numeric_limits<double>::infinity();
 
   // F and B with the split backward I = W = B/2.
   static Costs forward_backward(double f, double b);

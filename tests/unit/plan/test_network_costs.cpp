@@ -40,6 +40,19 @@ TEST(Network, BinomialAllreduce) {
   EXPECT_THROW(parse_network("10us,1GB/s,ring"), InputError);
 }
 
+// MPI over TCP: messages above the size `chimera bench p2p` finds wait for their sender's progress.
+TEST(Network, RendezvousSize) {
+  EXPECT_FALSE(std::isfinite(parse_network("10us,1GB/s").rendezvous_bytes));
+  const Network n = parse_network("10us,1GB/s,binomial,rendezvous=16384");
+  EXPECT_TRUE(n.binomial_allreduce);
+  EXPECT_DOUBLE_EQ(n.rendezvous_bytes, 16384);
+  EXPECT_DOUBLE_EQ(parse_network("10us,1GB/s, rendezvous=0").rendezvous_bytes, 0);
+  EXPECT_NE(describe(n).find("over 16384 B wait"), std::string::npos);
+  EXPECT_THROW(parse_network("10us,1GB/s,rendezvous=16KiB"), InputError);
+  EXPECT_THROW(parse_network("10us,1GB/s,rendezvous=-1"), InputError);
+  EXPECT_THROW(parse_network("10us,1GB/s,rendezvous="), InputError);
+}
+
 // A link shaped to 100 MB/s whose token bucket passes up to 64 KiB at memory speed (10 GB/s,
 // 5 us): the fit over all sizes misses the rate, the large-message fit finds it.
 TEST(Network, LargeMessageFitFindsAShapedLinksRate) {

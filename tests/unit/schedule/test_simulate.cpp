@@ -257,6 +257,30 @@ TEST(Simulate, MessagesOnOneLinkTakeTurns) {
   EXPECT_DOUBLE_EQ(local.timeline[1][1].start, 2);
 }
 
+TEST(Simulate, ARendezvousMovesOnceTheSenderIsOutOfItsOp) {
+  // GPipe D=2 N=2, F = B = 1, each activation 3 bytes at beta 1. Eager: F0's activation moves at
+  // 1 (in at 4), F1's takes the link after it (4 to 7). Over a rendezvous (messages over 2
+  // bytes), F0's moves only when worker 0 has finished F1, which it started on posting the send
+  // (2 to 5); F1's, posted before worker 0 waits, moves at once, after F0's on the link (5 to 8).
+  Costs c = Costs::forward_backward(1, 1);
+  c.beta = 1;
+  c.activation_bytes = 3;
+  const Schedule s = make_schedule(request("gpipe", 2, 2));
+  SimResult r = simulate(s, c);
+  EXPECT_DOUBLE_EQ(r.timeline[1][0].start, 4);
+  EXPECT_DOUBLE_EQ(r.timeline[1][1].start, 7);
+  c.rendezvous_bytes = 2;
+  r = simulate(s, c);
+  EXPECT_DOUBLE_EQ(r.timeline[1][0].start, 5);
+  EXPECT_DOUBLE_EQ(r.timeline[1][1].start, 8);
+  // Messages up to the size move eagerly; within a host they never wait for the sender.
+  c.rendezvous_bytes = 3;
+  EXPECT_DOUBLE_EQ(simulate(s, c).timeline[1][0].start, 4);
+  c.rendezvous_bytes = 2;
+  c.ranks_per_host = 2;
+  EXPECT_DOUBLE_EQ(simulate(s, c).timeline[1][0].start, 1);
+}
+
 TEST(Simulate, TheSumsOfAHostsRanksShareItsLink) {
   // 1F1B D=2 N=2 W=2, F=B=1: stage 1's gradient is ready at 5 (worker 1), stage 0's at 6 (worker
   // 0); each sum over two replicas takes beta L = 10. On hosts of their own both run at once;

@@ -90,8 +90,9 @@ def _is_torch_import(node):
 
 
 class PyTorchSchedules:
-    """Attributes: the WANTED functions and classes (None for an absent optional one), `path`, `version`, `stubbed` (names bound
-    to stand-ins) and `statements` (the first line of each executed statement)."""
+    """Attributes: the WANTED functions and classes (None for an absent optional one), `path`,
+    `version`, `stubbed` (names bound to stand-ins) and `statements` (where each executed
+    statement starts in PyTorch's file, and what it binds)."""
 
     def __init__(self, source):
         path = find_schedules_py(source)

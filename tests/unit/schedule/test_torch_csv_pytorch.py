@@ -50,6 +50,7 @@ def pytorch_checks(installed):
             print(f"FAIL: CHIMERA_PYTORCH_SOURCE={source}: {e}")
             sys.exit(1)
         stubbed = ", ".join(loaded.stubbed) or "none"
+        print("executed from PyTorch's schedules.py:\n  " + "\n  ".join(loaded.statements))
         return loaded, (f"PyTorch {loaded.version or '(version unknown)'} source "
                         f"{loaded.path}, loaded unmodified; stand-ins: {stubbed}")
     if installed is None:

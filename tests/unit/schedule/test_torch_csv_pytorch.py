@@ -17,9 +17,11 @@ Prints "SKIP: ..." and exits 0 when neither is there (ctest turns that line into
 pass).
 """
 import csv
+import glob
 import inspect
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -213,6 +215,19 @@ def validate_exported(pt, chimera, work):
     return 0
 
 
+def chimera_reads(chimera, path):
+    """{rank: action strings} as `chimera schedule --from-csv` reads the CSV at path, and its
+    stage count; None (after a FAIL line) when chimera refuses it."""
+    run = subprocess.run([chimera, "schedule", "--from-csv", path, "--format", "json"],
+                         capture_output=True, text=True)
+    if run.returncode != 0:
+        print(f"FAIL: {path}: chimera exit {run.returncode}: {run.stderr}")
+        return None
+    got = json.loads(run.stdout)
+    return {rank: [f"{op['stage']}{op['op']}{m}" for op in ops for m in op["mbs"]]
+            for rank, ops in enumerate(got["workers"])}, got["stages"]
+
+
 def read_pytorch_csvs(schedules, chimera, work):
     """chimera reads the CSVs PyTorch's schedule classes write: 1 on a mismatch, else 0."""
     cases = [(name, getattr(schedules, name)) for name in
@@ -221,25 +236,51 @@ def read_pytorch_csvs(schedules, chimera, work):
     if not cases:
         print("note: this torch has none of the multi-stage schedules the test uses")
         return 0
-    letters = {"F": "F", "B": "B", "I": "I", "W": "W"}
     for name, cls in cases:
         for ranks, per_rank, n in ((2, 2, 4), (4, 2, 8)):
             path = os.path.join(work, f"{name}_{ranks}x{per_rank}_{n}.csv")
             expected = pytorch_csv(cls, ranks, per_rank, n, path)
-            run = subprocess.run([chimera, "schedule", "--from-csv", path, "--format", "json"],
-                                 capture_output=True, text=True)
-            if run.returncode != 0:
-                print(f"FAIL: {name} {path}: chimera exit {run.returncode}: {run.stderr}")
+            read = chimera_reads(chimera, path)
+            if read is None:
                 return 1
-            got = json.loads(run.stdout)
-            actions = {
-                rank: [f"{op['stage']}{letters[op['op']]}{m}" for op in ops for m in op["mbs"]]
-                for rank, ops in enumerate(got["workers"])
-            }
-            if actions != expected or got["stages"] != ranks * per_rank:
-                print(f"FAIL: {name} {path}: chimera read\n{actions}\nPyTorch wrote\n{expected}")
+            if read != (expected, ranks * per_rank):
+                print(f"FAIL: {name} {path}: chimera read\n{read}\nPyTorch wrote\n{expected}")
                 return 1
             print(f"ok: {name} ranks={ranks} stages={ranks * per_rank} N={n}")
+    return 0
+
+
+def read_pytorch_artifacts(pt, chimera):
+    """chimera reads the compute-only CSVs in the PyTorch checkout's own tests
+    (test/distributed/pipelining/artifacts/*_compute.csv) in the order PyTorch's _Action.from_str
+    parses them, and PyTorch's checks pass them: 1 on a mismatch, else 0."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(pt.path))))
+    folder = os.path.join(root, "test", "distributed", "pipelining", "artifacts")
+    paths = sorted(glob.glob(os.path.join(folder, "*_compute.csv")))
+    if not paths:
+        print(f"note: no PyTorch test artifacts (*_compute.csv) under {folder}: not read")
+        return 0
+    for path in paths:
+        with open(path, newline="") as f:
+            parsed = {rank: [str(a) for a in map(pt._Action.from_str, row) if a is not None]
+                      for rank, row in enumerate(csv.reader(f))}
+        stages = 1 + max(int(re.match(r"\d+", a).group()) for row in parsed.values() for a in row)
+        micro_batches = 1 + max(int(re.search(r"\d+$", a).group())
+                                for row in parsed.values() for a in row)
+        read = chimera_reads(chimera, path)
+        if read is None:
+            return 1
+        if read != (parsed, stages):
+            print(f"FAIL: {path}: chimera read\n{read}\nPyTorch parses\n{parsed}")
+            return 1
+        try:
+            check_with_pytorch(pt, path, len(parsed), micro_batches)
+        except Exception as e:  # PyTorch's own artifact must pass its own checks as loaded here
+            print(f"FAIL: PyTorch's checks, as loaded, reject PyTorch's own {path}: {e!r}")
+            return 1
+        print(f"ok: chimera reads PyTorch's test artifact {os.path.basename(path)} as PyTorch "
+              f"parses it (ranks={len(parsed)} stages={stages} N={micro_batches}), and PyTorch's "
+              "checks pass it")
     return 0
 
 
@@ -256,6 +297,8 @@ def main():
     else:
         print(f"PyTorch's schedule checks from {origin}")
         if validate_exported(pt, chimera, work) != 0:
+            return 1
+        if getattr(pt, "path", None) and read_pytorch_artifacts(pt, chimera) != 0:
             return 1
     if installed is None:
         print("note: reading PyTorch-written CSVs needs PyTorch's schedule classes (an installed "

@@ -11,8 +11,10 @@ Usage: test_torch_csv_pytorch.py CHIMERA_BINARY WORK_DIR
 PyTorch's functions come from CHIMERA_PYTORCH_SOURCE when it is set (a PyTorch checkout, a
 directory holding torch/distributed/pipelining, or that directory itself; `scripts/pytorch-source
 DIR` unpacks PyTorch 2.6's), loaded unmodified by pytorch_schedule_source.py even where the
-installed torch is older; else from the installed torch. Reading PyTorch-written CSVs needs
-PyTorch's schedule classes, so it runs only with an installed torch that has them.
+installed torch is older; else from the installed torch. A checkout's own test artifacts
+(test/distributed/pipelining/artifacts/*_compute.csv) are read by chimera too. Reading the CSVs
+PyTorch's schedule classes write needs those classes, so it runs only with an installed torch
+that has them.
 Prints "SKIP: ..." and exits 0 when neither is there (ctest turns that line into a skip, never a
 pass).
 """
@@ -60,7 +62,9 @@ def pytorch_checks(installed):
     import torch
 
     missing = [n for n in ("_Action", "_validate_schedule") if not hasattr(installed, n)]
-    if missing or not hasattr(installed._Action, "from_str"):
+    if not missing and not hasattr(installed._Action, "from_str"):
+        missing = ["_Action.from_str"]
+    if missing:
         return None, f"the installed torch {torch.__version__} lacks {', '.join(missing)}"
     return installed, f"the installed torch {torch.__version__}"
 

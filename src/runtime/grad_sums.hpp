@@ -35,8 +35,9 @@ class GradSums {
   std::unique_ptr<comm::StageSum> make(const comm::GradBuffer& g, MPI_Comm comm);
   // With parallel.shard_optimizer: the reduce-scatter of `g` over `comm`, and after the step the
   // all-gather of `weights` (the buffer's parameters). Nccl runs both on the device group; Mpi
-  // and HostStagedMpi stage them through host memory (StagedShardedSum), for the ring adds on
-  // the host and Open MPI's non-blocking reductions (libnbc) do not reduce GPU buffers.
+  // and HostStagedMpi stage them through host memory (StagedShardedSum): the reduce-scatter is
+  // the CPU's ring, which adds on the host (MPI_Ireduce_scatter, which could take GPU memory
+  // with CUDA-aware MPI, costs buffer-sized temporaries: comm/sharded_sum.hpp).
   std::unique_ptr<comm::StageSum> make_sharded(const comm::GradBuffer& g, MPI_Comm comm,
                                                float* weights);
 

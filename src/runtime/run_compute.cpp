@@ -129,6 +129,12 @@ class RealRunCompute final : public RunCompute {
                                   config.runtime.device_mpi_with_nccl);
       });
       log::info("{}", paths_.reason);
+      if (config.parallel.shard_optimizer) {
+        log::info("sharded optimizer: reduce-scatter and all-gather {}",
+                  paths_.sums == GradSumPath::Nccl
+                      ? "by NCCL (one reduce and one broadcast per shard, grouped)"
+                      : "by the MPI ring on a page-locked host copy");
+      }
       grad_sums_ = std::make_unique<GradSums>(*backend_, paths_.sums, comms, plan_.topology,
                                               setup_limit_s(config.runtime.watchdog_s));
     }

@@ -38,17 +38,15 @@ std::vector<int> ShardLayout::displacements() const {
   return out;
 }
 
-ShardedSum::ShardedSum(GradBuffer buffer, MPI_Comm comm, float* weights, std::size_t piece_floats)
-    : StageSum(std::move(buffer)),
-      comm_(comm),
-      layout_(ShardLayout::of(this->buffer().count, comm)),
+ShardRing::ShardRing(const std::string& name, std::size_t count, MPI_Comm comm,
+                     std::size_t piece_floats)
+    : comm_(comm),
+      layout_(ShardLayout::of(count, comm)),
       counts_(layout_.counts()),
       displacements_(layout_.displacements()),
-      weights_(weights),
       piece_floats_(piece_floats) {
-  CHIMERA_CHECK(this->buffer().count <= static_cast<std::size_t>(INT_MAX),
-                "gradient buffer '{}' has {} floats, more than one MPI call can sum",
-                this->buffer().name, this->buffer().count);
+  CHIMERA_CHECK(count <= static_cast<std::size_t>(INT_MAX),
+                "gradient buffer '{}' has {} floats, more than one MPI call can sum", name, count);
   MPI_CHECK(MPI_Comm_rank(comm, &rank_));
   const std::size_t largest = layout_.begin_of(1);  // shard 0's
   pieces_ =
@@ -59,17 +57,17 @@ ShardedSum::ShardedSum(GradBuffer buffer, MPI_Comm comm, float* weights, std::si
 // Step t of the ring: rank r sends its partial sum of shard (r - t - 1) mod P to rank r + 1 and
 // adds rank r - 1's partial sum of shard (r - t - 2) mod P; after P - 1 steps it holds the whole
 // sum of shard r.
-int ShardedSum::send_part() const {
+int ShardRing::send_part() const {
   const int p = layout_.parts();
   return ((rank_ - step_ - 1) % p + p) % p;
 }
 
-int ShardedSum::recv_part() const {
+int ShardRing::recv_part() const {
   const int p = layout_.parts();
   return ((rank_ - step_ - 2) % p + p) % p;
 }
 
-std::pair<std::size_t, int> ShardedSum::piece(int part) const {
+std::pair<std::size_t, int> ShardRing::piece(int part) const {
   const auto size = static_cast<std::size_t>(counts_[static_cast<std::size_t>(part)]);
   const std::size_t lo = std::min(size, static_cast<std::size_t>(piece_) * piece_floats_);
   const std::size_t hi = std::min(size, lo + piece_floats_);
@@ -77,31 +75,31 @@ std::pair<std::size_t, int> ShardedSum::piece(int part) const {
           static_cast<int>(hi - lo)};
 }
 
-void ShardedSum::post_step() {
+void ShardRing::post_step() {
   const int p = layout_.parts();
   const int next = (rank_ + 1) % p, previous = (rank_ - 1 + p) % p;
   constexpr int kTag = 29;  // the communicator carries no other point-to-point message
   const auto [send_at, send_count] = piece(send_part());
-  MPI_CHECK(
-      MPI_Isend(buffer().data + send_at, send_count, MPI_FLOAT, next, kTag, comm_, &ring_[0]));
+  MPI_CHECK(MPI_Isend(data_ + send_at, send_count, MPI_FLOAT, next, kTag, comm_, &ring_[0]));
   const int recv_count = piece(recv_part()).second;
   MPI_CHECK(MPI_Irecv(incoming_.data(), recv_count, MPI_FLOAT, previous, kTag, comm_, &ring_[1]));
 }
 
-void ShardedSum::begin() {
+void ShardRing::start_sum(float* data) {
+  data_ = data;
   step_ = 0;
   piece_ = 0;
   if (layout_.parts() > 1) post_step();
 }
 
-bool ShardedSum::arrived() {
+bool ShardRing::test_sum() {
   const int p = layout_.parts();
   while (step_ < p - 1) {
     int done = 0;
     MPI_CHECK(MPI_Testall(2, ring_, &done, MPI_STATUSES_IGNORE));
     if (done == 0) return false;
     const auto [at, count] = piece(recv_part());
-    float* part = buffer().data + at;
+    float* part = data_ + at;
     for (int i = 0; i < count; ++i) part[i] += incoming_[static_cast<std::size_t>(i)];
     if (++piece_ == pieces_) {
       piece_ = 0;
@@ -112,23 +110,28 @@ bool ShardedSum::arrived() {
   return true;
 }
 
-void ShardedSum::begin_gather() {
-  MPI_CHECK(MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, weights_, counts_.data(),
+void ShardRing::start_gather(float* data) {
+  MPI_CHECK(MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, data, counts_.data(),
                             displacements_.data(), MPI_FLOAT, comm_, &gather_));
 }
 
-bool ShardedSum::gather_arrived() {
+bool ShardRing::test_gather() {
   int done = 0;
   MPI_CHECK(MPI_Test(&gather_, &done, MPI_STATUS_IGNORE));
   return done != 0;
 }
 
+ShardedSum::ShardedSum(GradBuffer buffer, MPI_Comm comm, float* weights, std::size_t piece_floats)
+    : StageSum(std::move(buffer)),
+      ring_(this->buffer().name, this->buffer().count, comm, piece_floats),
+      weights_(weights) {}
+
 std::string ShardedSum::participants() const {
-  return ranks_and_hosts(comm_);
+  return ranks_and_hosts(ring_.comm());
 }
 
 std::string ShardedSum::silent_participants() const {
-  return describe_silent_peers(comm_);
+  return describe_silent_peers(ring_.comm());
 }
 
 }  // namespace chimera::comm

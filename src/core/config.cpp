@@ -135,7 +135,8 @@ std::vector<Field> fields(Config& c) {
       {"parallel", "recompute", &c.parallel.recompute, "recompute activations in the backward"},
       {"parallel", "shard_optimizer", &c.parallel.shard_optimizer,
        "split each stage's AdamW moments over the ranks holding it: reduce-scatter the gradient, "
-       "update a shard, all-gather the weights"},
+       "update a shard, all-gather the weights (a stage with one holder keeps its whole "
+       "moments either way; false: every holder keeps and updates whole moments)"},
       {"parallel", "partition", &c.parallel.partition,
        "explicit blocks per model stage, e.g. [3,3,2,2] (empty = balanced)"},
       {"data", "train", &c.data.train, "training token shards (HDF5)"},

@@ -48,10 +48,6 @@ void check_config(const Config& config) {
                   "log.sample_tokens = {} prints a sample with each validation loss: set "
                   "train.eval_every (--eval-every K) too",
                   log.sample_tokens);
-  // The sharded update runs on host memory; a GPU backend's sums stay whole.
-  CHIMERA_REQUIRE(!parallel.shard_optimizer || config.runtime.backend == BackendKind::Cpu,
-                  "parallel.shard_optimizer = true runs on the cpu backend only: set "
-                  "runtime.backend = cpu or parallel.shard_optimizer = false");
   CHIMERA_REQUIRE(train.max_skipped_steps >= 1, "train.max_skipped_steps = {}: must be at least 1",
                   train.max_skipped_steps);
   CHIMERA_REQUIRE(config.checkpoint.save_timeout_s >= 0.0,

@@ -5,6 +5,8 @@
 //  - Mpi:           MPI_Iallreduce on the gradient buffers themselves (CUDA-aware MPI);
 //  - HostStagedMpi: MPI_Iallreduce on page-locked host copies of them;
 //  - Nccl:          NCCL groups on the backend's collective stream.
+// With parallel.shard_optimizer, Nccl runs the reduce-scatter and all-gather on the device group,
+// and both MPI paths stage them through host memory (GradSums::make_sharded).
 #include <mpi.h>
 
 #include <array>

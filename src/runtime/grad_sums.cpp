@@ -3,8 +3,10 @@
 #include <climits>
 
 #include "chimera/comm/mpi.hpp"
+#include "chimera/comm/sharded_sum.hpp"
 #include "chimera/core/error.hpp"
 #include "device_group_setup.hpp"
+#include "staged_sharded_sum.hpp"
 
 namespace chimera::runtime {
 
@@ -60,6 +62,29 @@ class DeviceSum final : public comm::StageSum {
   std::uint64_t ticket_ = 0;
 };
 
+// The sharded optimizer's halves on the device group, with DeviceSum's stream and tickets.
+class DeviceShardedSum final : public comm::StageSum {
+ public:
+  DeviceShardedSum(backend::DeviceGroup& group, const comm::GradBuffer& g, MPI_Comm comm,
+                   float* weights)
+      : StageSum(g), group_(group), weights_(weights) {
+    const auto layout = comm::ShardLayout::of(g.count, comm);  // NCCL ranks = the comm's ranks
+    for (int i = 0; i <= layout.parts(); ++i) bounds_.push_back(layout.begin_of(i));
+  }
+
+ private:
+  void begin() override { ticket_ = group_.start_reduce_scatter(buffer().data, bounds_); }
+  bool arrived() override { return group_.finished(ticket_); }
+  bool gathers() const override { return true; }
+  void begin_gather() override { ticket_ = group_.start_all_gather(weights_, bounds_); }
+  bool gather_arrived() override { return group_.finished(ticket_); }
+
+  backend::DeviceGroup& group_;
+  float* weights_;
+  std::vector<std::size_t> bounds_;  // shard i: [bounds_[i], bounds_[i + 1])
+  std::uint64_t ticket_ = 0;
+};
+
 }  // namespace
 
 GradSums::GradSums(backend::Backend& backend, GradSumPath path, const comm::Communicators& comms,
@@ -90,6 +115,15 @@ std::unique_ptr<comm::StageSum> GradSums::make(const comm::GradBuffer& g, MPI_Co
       return std::make_unique<DeviceSum>(*groups_.at(g.stage), g);
   }
   return nullptr;
+}
+
+std::unique_ptr<comm::StageSum> GradSums::make_sharded(const comm::GradBuffer& g, MPI_Comm comm,
+                                                       float* weights) {
+  if (comm == MPI_COMM_NULL) return nullptr;
+  if (path_ == GradSumPath::Nccl) {
+    return std::make_unique<DeviceShardedSum>(*groups_.at(g.stage), g, comm, weights);
+  }
+  return std::make_unique<StagedShardedSum>(backend_, g, comm, weights);
 }
 
 }  // namespace chimera::runtime

@@ -3,6 +3,7 @@
 // the path: comm::MpiSum's MPI_Iallreduce (Mpi), MPI on a page-locked host copy (HostStagedMpi),
 // or NCCL (Nccl: one group per stage communicator and the tied one, sums on the backend's
 // collective stream). Every path starts a sum the moment the executor marks the gradient ready.
+// A sharded optimizer's sums (reduce-scatter, then all-gather) take the same paths.
 #include <mpi.h>
 
 #include <map>
@@ -32,6 +33,13 @@ class GradSums {
   // The sum of `g` over `comm`; null for Mpi (comm::MpiSum). Serves as the MPI transport's
   // comm::SumFactory, the one seam where the GPU paths plug in.
   std::unique_ptr<comm::StageSum> make(const comm::GradBuffer& g, MPI_Comm comm);
+  // With parallel.shard_optimizer: the reduce-scatter of `g` over `comm`, and after the step the
+  // all-gather of `weights` (the buffer's parameters). Nccl runs both on the device group; Mpi
+  // and HostStagedMpi stage them through host memory (StagedShardedSum): the reduce-scatter is
+  // the CPU's ring, which adds on the host (MPI_Ireduce_scatter, which could take GPU memory
+  // with CUDA-aware MPI, costs buffer-sized temporaries: comm/sharded_sum.hpp).
+  std::unique_ptr<comm::StageSum> make_sharded(const comm::GradBuffer& g, MPI_Comm comm,
+                                               float* weights);
 
  private:
   backend::Backend& backend_;

@@ -4,6 +4,9 @@
 
 #include <fmt/format.h>
 
+#include <cstdlib>
+#include <string_view>
+
 #include "chimera/backend/backend.hpp"
 #include "chimera/comm/agreement.hpp"
 #include "chimera/comm/sharded_sum.hpp"
@@ -21,6 +24,14 @@ namespace chimera::runtime {
 
 namespace {
 
+// Test hook: CHIMERA_TEST_STAGED_SUMS=1 sums a host-memory backend's gradients as a GPU backend
+// without NCCL does (GradSumPath::HostStagedMpi: through a staging buffer, by the backend's
+// copies), so that the CPU tests run that path's code. Unset in every real run.
+bool staged_sums_test_hook() {
+  const char* v = std::getenv("CHIMERA_TEST_STAGED_SUMS");
+  return v != nullptr && std::string_view(v) == "1";
+}
+
 // GPT-2 stages on a backend, with their trainable state.
 class RealRunCompute final : public RunCompute {
  public:
@@ -34,9 +45,12 @@ class RealRunCompute final : public RunCompute {
   StageCompute& stages() override { return *compute_; }
   comm::SumFactory sum_factory() override {
     if (state_->sharded()) {
-      return [state = &*state_](const comm::GradBuffer& g, MPI_Comm comm) {
-        const int key = g.stage >= 0 ? g.stage : model::kTiedStage;
-        return std::make_unique<comm::ShardedSum>(g, comm, state->weights(key));
+      // Host memory: the ring on the buffers themselves; a GPU's: its paths (grad_sums.hpp).
+      return [state = &*state_, sums = grad_sums_.get()](
+                 const comm::GradBuffer& g, MPI_Comm comm) -> std::unique_ptr<comm::StageSum> {
+        float* weights = state->weights(g.stage >= 0 ? g.stage : model::kTiedStage);
+        if (sums != nullptr) return sums->make_sharded(g, comm, weights);
+        return std::make_unique<comm::ShardedSum>(g, comm, weights);
       };
     }
     if (!grad_sums_) return {};
@@ -103,6 +117,11 @@ class RealRunCompute final : public RunCompute {
     }
     // Says which GEMM precision runs, and why, where runtime.precision = auto chose.
     log::info("backend {}", backend_->description());
+    if (backend_->host_memory() && staged_sums_test_hook()) {
+      log::warn("test hook CHIMERA_TEST_STAGED_SUMS: gradients summed through host staging");
+      grad_sums_ = std::make_unique<GradSums>(*backend_, GradSumPath::HostStagedMpi, comms,
+                                              plan_.topology, 0.0);
+    }
     if (!backend_->host_memory()) {
       const GpuFacts facts = gather_gpu_facts(world, *backend_, plan_.schedule, plan_.program);
       comm::all_or_none(world, [&] {
@@ -110,6 +129,12 @@ class RealRunCompute final : public RunCompute {
                                   config.runtime.device_mpi_with_nccl);
       });
       log::info("{}", paths_.reason);
+      if (config.parallel.shard_optimizer) {
+        log::info("sharded optimizer: reduce-scatter and all-gather {}",
+                  paths_.sums == GradSumPath::Nccl
+                      ? "by NCCL (one reduce and one broadcast per shard, grouped)"
+                      : "by the MPI ring on a page-locked host copy");
+      }
       grad_sums_ = std::make_unique<GradSums>(*backend_, paths_.sums, comms, plan_.topology,
                                               setup_limit_s(config.runtime.watchdog_s));
     }

@@ -153,8 +153,8 @@ void TrainState::snapshot(CheckpointSnapshot& out, bool live_if_host) const {
     }
     out.tensors.push_back(io::TensorData{io::TensorSpec{std::move(name), t.shape}, data});
   };
-  // A sharded moment: the part of the tensor in this rank's shard, as it is (host memory, the
-  // CPU backend, Hugging Face layout) or copied.
+  // A sharded moment: the part of the tensor in this rank's shard (Hugging Face layout), as it
+  // is (live host memory, the CPU backend) or copied from backend memory.
   auto add_part = [&](const model::TensorInfo& t, std::string name, const float* shard) {
     io::TensorData d{io::TensorSpec{std::move(name), t.shape}, {}};
     if (shard != nullptr) {
@@ -166,7 +166,8 @@ void TrainState::snapshot(CheckpointSnapshot& out, bool live_if_host) const {
         if (!out.live) {
           if (owned == out.host.size()) out.host.emplace_back();
           auto& host = out.host[owned++];
-          host.assign(part.begin(), part.end());
+          host.resize(part.size());
+          backend_.copy_to_host(host.data(), part.data(), part.size_bytes());
           part = host;
         }
         d.data = part;
@@ -241,11 +242,14 @@ void TrainState::write_moment(const model::TensorInfo& t, float* moment,
     worker_.write_tensor(t, moment, host);
     return;
   }
-  // The part of the tensor inside this rank's shard (host memory, Hugging Face layout).
+  // The part of the tensor inside this rank's shard (Hugging Face layout), into backend memory.
   const auto& layout = shard_layout(t.stage);
   const std::size_t lo = std::max(t.offset, layout.begin());
   const std::size_t hi = std::min(t.offset + t.numel, layout.end());
-  for (std::size_t i = lo; i < hi; ++i) moment[i - layout.begin()] = host[i - t.offset];
+  if (lo < hi) {
+    backend_.copy_from_host(moment + (lo - layout.begin()), host.data() + (lo - t.offset),
+                            (hi - lo) * sizeof(float));
+  }
 }
 
 std::string TrainState::init(const std::string& path) {

@@ -73,7 +73,16 @@ class DeviceGroup {
   // the backend so far. Sums of every group of one backend run one after another in start order,
   // so all ranks must start the sums they share in one consistent order. Returns a ticket.
   virtual std::uint64_t start_sum(float* data, std::size_t count) = 0;
-  // True once the sum of `ticket` has completed (never blocks).
+  // A sharded optimizer's halves, on the same stream and tickets as start_sum. The buffer is cut
+  // into the group's ranks' shards: shard i is data[bounds[i], bounds[i + 1]) (bounds has size + 1
+  // entries, the same on every rank; shards may differ in size or be empty).
+  // Starts the in-place sum over the group of shard `rank` of data; the other shards are left
+  // undefined.
+  virtual std::uint64_t start_reduce_scatter(float* data,
+                                             const std::vector<std::size_t>& bounds) = 0;
+  // Starts the in-place all-gather: every rank's shard of data is copied to the others.
+  virtual std::uint64_t start_all_gather(float* data, const std::vector<std::size_t>& bounds) = 0;
+  // True once the collective of `ticket` has completed (never blocks).
   virtual bool finished(std::uint64_t ticket) = 0;
 };
 

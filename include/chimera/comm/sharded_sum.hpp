@@ -8,6 +8,7 @@
 #include <mpi.h>
 
 #include <cstddef>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -39,39 +40,33 @@ class ShardLayout {
   std::size_t block_;
 };
 
-// Reduce-scatter of a gradient buffer over `comm`: once arrived, the rank's shard of the buffer
-// ([layout().begin(), layout().end()) of it) holds the sum, the rest partial sums. Then, after the
-// optimizer step, an in-place all-gather of `weights` (the buffer's full parameters).
+// The ring of a sharded sum, on a host buffer given to each call: a reduce-scatter that leaves
+// this rank's shard of the buffer ([layout().begin(), layout().end()) of it) holding the sum over
+// `comm` and the rest partial sums, and an in-place all-gather of the shards. Both the CPU's
+// ShardedSum (on the gradient itself) and a GPU's host-staged sum (on a page-locked copy) run it.
 //
-// The reduce-scatter is a ring of non-blocking messages on the buffer's communicator (P - 1
-// steps: send one shard's partial sum to the next rank, add the previous rank's into the buffer;
-// each step in pieces of at most kPieceFloats), advanced by each test, rather than
-// MPI_Ireduce_scatter: Open MPI's (libnbc) reduces the whole buffer to one rank and scatters it,
-// with buffer-sized temporaries, more memory than the sharded moments save; the ring needs one
-// piece.
-class ShardedSum final : public StageSum {
+// The reduce-scatter is a ring of non-blocking messages on the communicator (P - 1 steps: send
+// one shard's partial sum to the next rank, add the previous rank's into the buffer; each step in
+// pieces of at most `piece_floats`), advanced by each test, rather than MPI_Ireduce_scatter: Open
+// MPI's (libnbc) reduces the whole buffer to one rank and scatters it, with buffer-sized
+// temporaries, more memory than the sharded moments save; the ring needs one piece.
+class ShardRing {
  public:
   static constexpr std::size_t kPieceFloats = std::size_t{1} << 18;  // 1 MiB per message
 
-  // `piece_floats`: the most floats a message of the ring carries (tests make it small).
-  ShardedSum(GradBuffer buffer, MPI_Comm comm, float* weights,
-             std::size_t piece_floats = kPieceFloats);
+  // A ring for buffers of `count` floats; `name` labels errors.
+  ShardRing(const std::string& name, std::size_t count, MPI_Comm comm,
+            std::size_t piece_floats = kPieceFloats);
 
   const ShardLayout& layout() const { return layout_; }
+  MPI_Comm comm() const { return comm_; }
+
+  void start_sum(float* data);     // the reduce-scatter of data[0, count)
+  bool test_sum();                 // advances it; true once the shard holds the sum
+  void start_gather(float* data);  // the all-gather of every rank's shard of data[0, count)
+  bool test_gather();              // true once data is whole
 
  private:
-  void begin() override;
-  bool arrived() override;
-  bool gathers() const override { return true; }
-  void begin_gather() override;
-  bool gather_arrived() override;
-  std::string participants() const override;
-  std::string silent_participants() const override;
-
-  MPI_Comm comm_;
-  ShardLayout layout_;
-  std::vector<int> counts_, displacements_;
-  float* weights_;
   // The ring's step and piece: the shard sent and the one received and added, and the piece
   // [offset, offset + count) of a shard that a message of this piece carries.
   void post_step();
@@ -79,6 +74,10 @@ class ShardedSum final : public StageSum {
   int recv_part() const;
   std::pair<std::size_t, int> piece(int part) const;
 
+  MPI_Comm comm_;
+  ShardLayout layout_;
+  std::vector<int> counts_, displacements_;
+  float* data_ = nullptr;  // the buffer of the sum in flight
   int rank_ = 0;
   std::vector<float> incoming_;  // one piece, received from the previous rank
   int step_ = 0;                 // of the ring, 0 .. parts - 2
@@ -87,6 +86,32 @@ class ShardedSum final : public StageSum {
   int pieces_ = 1;  // per step: the largest shard's, the same on every rank
   MPI_Request ring_[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};  // send, receive
   MPI_Request gather_ = MPI_REQUEST_NULL;
+};
+
+// Reduce-scatter of a gradient buffer in host memory over `comm` (ShardRing): once arrived, the
+// rank's shard of the buffer holds the sum, the rest partial sums. Then, after the optimizer
+// step, an in-place all-gather of `weights` (the buffer's full parameters).
+class ShardedSum final : public StageSum {
+ public:
+  static constexpr std::size_t kPieceFloats = ShardRing::kPieceFloats;
+
+  // `piece_floats`: the most floats a message of the ring carries (tests make it small).
+  ShardedSum(GradBuffer buffer, MPI_Comm comm, float* weights,
+             std::size_t piece_floats = kPieceFloats);
+
+  const ShardLayout& layout() const { return ring_.layout(); }
+
+ private:
+  void begin() override { ring_.start_sum(buffer().data); }
+  bool arrived() override { return ring_.test_sum(); }
+  bool gathers() const override { return true; }
+  void begin_gather() override { ring_.start_gather(weights_); }
+  bool gather_arrived() override { return ring_.test_gather(); }
+  std::string participants() const override;
+  std::string silent_participants() const override;
+
+  ShardRing ring_;
+  float* weights_;
 };
 
 }  // namespace chimera::comm

@@ -55,7 +55,7 @@ struct ParallelConfig {
   int virtual_stages = 0;          // interleaved: v model stages per worker, 0 = 2 (key `virtual`)
   int max_in_flight = 0;           // chimera-zb: most chunk-activations per worker, 0 = 2D
   bool recompute = false;          // keep only stage inputs; recompute the forward in backward
-  bool shard_optimizer = false;    // AdamW moments split over each stage's holders (ZeRO-1)
+  bool shard_optimizer = true;     // AdamW moments split over each stage's holders (ZeRO-1)
   std::vector<int> partition;      // explicit blocks per model stage (empty = balanced)
 };
 

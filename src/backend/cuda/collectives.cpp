@@ -77,6 +77,27 @@ class NcclGroup final : public DeviceGroup {
     });
   }
 
+  // NCCL's ncclReduceScatter and ncclAllGather need equal shards (a buffer of size x block),
+  // while the sharded buffers are the model's own, sized exactly, with a short last shard. So
+  // each shard is one ncclReduce to its rank (then one ncclBroadcast from it), all of them in one
+  // NCCL group, which NCCL runs as one launch: no padding of the model's buffers and no scratch
+  // buffer, about the bytes of a reduce-scatter (all-gather) per rank.
+  std::uint64_t start_reduce_scatter(float* data, const std::vector<std::size_t>& bounds) override {
+    return per_shard(bounds,
+                     [&](std::size_t begin, std::size_t count, int root, cudaStream_t stream) {
+                       NCCL_CHECK(ncclReduce(data + begin, data + begin, count, ncclFloat32,
+                                             ncclSum, root, comm_, stream));
+                     });
+  }
+
+  std::uint64_t start_all_gather(float* data, const std::vector<std::size_t>& bounds) override {
+    return per_shard(
+        bounds, [&](std::size_t begin, std::size_t count, int root, cudaStream_t stream) {
+          NCCL_CHECK(
+              ncclBroadcast(data + begin, data + begin, count, ncclFloat32, root, comm_, stream));
+        });
+  }
+
   bool finished(std::uint64_t ticket) override {
     if (backend_.collective_finished(ticket)) return true;
     // A failed peer leaves the sum waiting forever; NCCL reports it here.
@@ -87,6 +108,23 @@ class NcclGroup final : public DeviceGroup {
   }
 
  private:
+  // One call of `issue` per nonempty shard (the same on every rank: bounds are), grouped.
+  template <typename Issue>
+  std::uint64_t per_shard(const std::vector<std::size_t>& bounds, const Issue& issue) {
+    int size = 0;
+    NCCL_CHECK(ncclCommCount(comm_, &size));
+    CHIMERA_CHECK(bounds.size() == static_cast<std::size_t>(size) + 1,
+                  "{} shard bounds for a group of {} ranks", bounds.size(), size);
+    return backend_.run_collective([&](cudaStream_t stream) {
+      NCCL_CHECK(ncclGroupStart());
+      for (int root = 0; root < size; ++root) {
+        const auto i = static_cast<std::size_t>(root);
+        if (bounds[i + 1] > bounds[i]) issue(bounds[i], bounds[i + 1] - bounds[i], root, stream);
+      }
+      NCCL_CHECK(ncclGroupEnd());
+    });
+  }
+
   CudaBackend& backend_;
   ncclComm_t comm_;
 };

@@ -27,6 +27,14 @@ class FakeGroup final : public backend::DeviceGroup {
   FakeGroup(std::string group_id, int group_size, int group_rank)
       : id(std::move(group_id)), size(group_size), rank(group_rank) {}
   std::uint64_t start_sum(float* /*data*/, std::size_t /*count*/) override { return 0; }
+  std::uint64_t start_reduce_scatter(float* /*data*/,
+                                     const std::vector<std::size_t>& /*bounds*/) override {
+    return 0;
+  }
+  std::uint64_t start_all_gather(float* /*data*/,
+                                 const std::vector<std::size_t>& /*bounds*/) override {
+    return 0;
+  }
   bool finished(std::uint64_t /*ticket*/) override { return true; }
   std::string id;
   int size;

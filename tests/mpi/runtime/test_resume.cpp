@@ -10,10 +10,13 @@
 namespace chimera::testing {
 namespace {
 
-// One process: the whole model; four ranks: Chimera D = 4.
+// One process: the whole model; four ranks: Chimera D = 4. Whole moments, so that every holder's
+// can be compared (a sharded run's resume: test_sharded.cpp).
 Config resume_config(const std::string& data) {
-  return world_size() == 1 ? tiny_config(data, "gpipe", 1, 4, 2)
-                           : tiny_config(data, "chimera", 4, 4, 2);
+  Config cfg = world_size() == 1 ? tiny_config(data, "gpipe", 1, 4, 2)
+                                 : tiny_config(data, "chimera", 4, 4, 2);
+  cfg.parallel.shard_optimizer = false;
+  return cfg;
 }
 
 TEST(Resume, SplitRunEqualsUninterruptedRunBitwise) {

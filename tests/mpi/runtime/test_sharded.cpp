@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 
 #include "chimera/io/checkpoint.hpp"
@@ -81,6 +82,48 @@ INSTANTIATE_TEST_SUITE_P(Schemes, ShardedOptimizer,
                          ::testing::Values(Case{"chimera"}, Case{"chimera-zb"}, Case{"1f1b"},
                                            Case{"interleaved", 2}),
                          case_name);
+
+// A GPU backend without NCCL sums through host staging (StagedShardedSum, HostStagedSum): the
+// test hook CHIMERA_TEST_STAGED_SUMS runs that path over the CPU backend. Its ring adds the same
+// numbers in the same order as the ring on the buffers themselves, so training is bit for bit the
+// same, sharded and unsharded; and the path must really have been taken (its log line).
+TEST(ShardedOptimizer, HostStagedSumsTrainBitForBitAsSumsOnTheBuffers) {
+  if (world_size() != 2 && world_size() != 4) GTEST_SKIP() << "runs on 2 and 4 ranks";
+  const std::string dir = job_temp_dir("staged");
+  const std::string data = dir + "/tokens.h5";
+  write_test_dataset(data, 8192, 23);
+  struct StagedSums {  // on every rank alike
+    StagedSums() { setenv("CHIMERA_TEST_STAGED_SUMS", "1", 1); }
+    ~StagedSums() { unsetenv("CHIMERA_TEST_STAGED_SUMS"); }
+  };
+  for (const bool shard : {true, false}) {
+    Config cfg = config_for(data, Case{"chimera"}, 2, shard);
+    cfg.train.steps = 6;
+    const auto direct = train(cfg, MPI_COMM_WORLD);
+    ::testing::internal::CaptureStderr();
+    ::testing::internal::CaptureStdout();
+    std::unique_ptr<runtime::Trainer> staged;
+    {
+      const StagedSums hook;
+      staged = train(cfg, MPI_COMM_WORLD);
+    }
+    const std::string log =
+        ::testing::internal::GetCapturedStdout() + ::testing::internal::GetCapturedStderr();
+    const std::string what = shard ? "sharded" : "unsharded";
+    if (world_rank() == 0) {
+      EXPECT_NE(log.find("CHIMERA_TEST_STAGED_SUMS"), std::string::npos) << what << ": " << log;
+    }
+    EXPECT_EQ(staged->losses(), direct->losses()) << what;
+    for (const auto& t : tensor_names(cfg)) {
+      const auto a = staged->tensor(t);
+      const auto b = direct->tensor(t);
+      EXPECT_EQ(a.has_value(), b.has_value()) << what << " " << t;
+      if (a && b) {
+        EXPECT_EQ(*a, *b) << what << " " << t;
+      }
+    }
+  }
+}
 
 void expect_losses_near(const std::vector<double>& a, const std::vector<double>& b, double rel,
                         const std::string& what) {

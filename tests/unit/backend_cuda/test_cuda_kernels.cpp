@@ -266,6 +266,34 @@ TEST_F(CudaVsCpu, AdamWAndSumOfSquares) {
   EXPECT_NEAR(gpu_->sum_of_squares(g.gpu(), static_cast<Index>(n)), expected, 1e-12 * expected);
 }
 
+// The sharded optimizer's NCCL halves in a group of one (one process has one rank; the GPU
+// bundle's multi-rank runs share one GPU, which NCCL refuses): ordered after the kernel that
+// wrote the buffer, completed through the tickets, the buffer its own sum and its own gather, and
+// shard bounds that do not fit the group refused.
+TEST_F(CudaVsCpu, NcclReduceScatterAndAllGatherInAGroupOfOne) {
+  if (!gpu_->has_device_groups()) GTEST_SKIP() << "this build has no NCCL";
+  const auto group = gpu_->join_device_group(gpu_->new_device_group_id(), 1, 0);
+  const std::size_t n = 100003;
+  const Vec host = random_vec(n, 31), twice = [&] {
+    Vec x = host;
+    for (float& v : x) v *= 2.0F;
+    return x;
+  }();
+  Twin<float> a(*cpu_, *gpu_, host), b(*cpu_, *gpu_, host);
+  const std::vector<std::size_t> bounds{0, n};
+  gpu_->accumulate(a.gpu(), b.gpu(), static_cast<Index>(n));  // a = 2 host, before the sum
+  const auto sum = group->start_reduce_scatter(a.gpu(), bounds);
+  while (!group->finished(sum)) {
+  }
+  expect_close(a.read_gpu(), twice, 0.0, "reduce-scatter of one rank");
+  const auto gather = group->start_all_gather(a.gpu(), bounds);
+  while (!group->finished(gather)) {
+  }
+  expect_close(a.read_gpu(), twice, 0.0, "all-gather of one rank");
+  const std::vector<std::size_t> two_shards{0, n / 2, n};
+  EXPECT_THROW(group->start_reduce_scatter(a.gpu(), two_shards), Error);
+}
+
 // Tensor-core GEMMs: tf32 at its documented tolerance, bf16 within the rounding bound of every
 // element against exact products; neither bit-equal to fp32 (so the compute type really changed).
 TEST(CudaPrecision, Bf16AndTf32GemmsWithinTheirTolerances) {

@@ -239,17 +239,6 @@ TEST(ConfigChecks, ValidationNeedsAtLeastOneBatchOnlyWhenItRuns) {
   EXPECT_NO_THROW(check_config(c));
 }
 
-TEST(ConfigChecks, ShardedOptimizerRunsOnTheCpuBackendOnly) {
-  Config c;
-  c.set("parallel.shard_optimizer=true");
-  EXPECT_NO_THROW(check_config(c));
-  c.set("runtime.backend=cuda");
-  const std::string msg = input_error([&] { check_config(c); });
-  EXPECT_NE(msg.find("parallel.shard_optimizer = true runs on the cpu backend only"),
-            std::string::npos)
-      << msg;
-}
-
 TEST(ConfigChecks, OptimizerValuesAreInputErrors) {
   TrainConfig t;
   EXPECT_NO_THROW(check_optimizer_config(t));

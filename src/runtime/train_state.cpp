@@ -110,7 +110,14 @@ std::vector<int> TrainState::nonfinite_grad_stages() const {
 void TrainState::optimizer_step(int step, double lr, double grad_scale) {
   for (auto& [key, moments] : moments_) {
     float* p = weights(key);
-    if (sharded()) p += shard_layout(key).begin();  // the all-gather completes the rest
+    if (sharded()) {
+      // The all-gather completes the rest: the backend does not see it write, so every bf16
+      // copy of these weights goes stale now (a rank whose shard is empty updates none of
+      // them itself). Nothing reads them before the stage's gather has been waited for.
+      const comm::ShardLayout& layout = shard_layout(key);
+      backend_.weights_written_outside(p, layout.total() * sizeof(float));
+      p += layout.begin();
+    }
     optim::adamw_step(backend_, adamw_, step + 1, lr, grad_scale, p, update_grads(key), *moments,
                       ranges_.at(key));
   }

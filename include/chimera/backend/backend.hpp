@@ -217,6 +217,9 @@ class Backend {
   // operands converted from them (bf16) until one of those calls writes there. The registration
   // ends when the memory holding data is deallocated.
   virtual void register_weights(const float* /*data*/, Index /*n*/) {}
+  // [dst, dst + bytes) is being written other than through this backend's calls (an MPI
+  // all-gather into the weights): what was kept converted from it must not be used again.
+  virtual void weights_written_outside(const void* /*dst*/, std::size_t /*bytes*/) {}
   // Seconds this backend has spent converting GEMM operands (to bf16) outside parallel regions,
   // for profiles; 0 where it converts none or does not count.
   virtual double conversion_seconds() const { return 0.0; }

@@ -87,6 +87,7 @@ class CpuBackend final : public Backend {
   double sum_of_squares(const float* x, Index n) override;
 
   void register_weights(const float* data, Index n) override;
+  void weights_written_outside(const void* dst, std::size_t bytes) override { written(dst, bytes); }
   // How many times bf16 copies of registered weights were made (0 in fp32).
   std::uint64_t weight_conversions() const;
   double conversion_seconds() const override;

@@ -342,8 +342,11 @@ int run_plan(const PlanOptions& o) {
   fmt::print(
       "search   {} nodes, global batch {}{}: {} layouts, {} without a valid schedule, {} "
       "over memory, {} fit\n",
-      o.nodes, o.global_batch, o.shard_optimizer ? ", optimizer state sharded" : "", result.layouts,
-      result.invalid, result.over_memory, result.ranked.size());
+      o.nodes, o.global_batch,
+      o.shard_optimizer ? ", optimizer state sharded"
+                        : ", optimizer state whole on every holder (--shard-optimizer plans the "
+                          "sharded state `chimera train` keeps by default)",
+      result.layouts, result.invalid, result.over_memory, result.ranked.size());
   if (!o.csv.empty()) write_csv(o.csv, result.ranked);
   if (result.ranked.empty()) {
     fmt::print("\nno layout fits in {:g} GiB per device", o.memory_gib);
@@ -448,7 +451,9 @@ Run add_plan_command(CLI::App& app) {
                 "a worker keeps 1/(holders x W) of each held stage's moments (Chimera: 1/2W) and "
                 "updates that share of the weights; the gradient sum is a reduce-scatter and the "
                 "weights come back by an all-gather that the next step's first forward of the "
-                "stage waits for");
+                "stage waits for. Off by default here, so that a plan's figures are those of "
+                "whole state on every holder; `chimera train` shards by default "
+                "(parallel.shard_optimizer = true)");
   sub->add_option("--top", o->top, "layouts to list (default 10)");
   sub->add_option("--csv", o->csv, "write every layout that fits, ranked, to this CSV file");
   sub->add_option("--memory-csv", o->memory_csv,

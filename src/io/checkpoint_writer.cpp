@@ -230,6 +230,99 @@ bool is_optimizer_state(std::string_view name) {
 
 namespace {
 
+// The file's attributes (rank 0's meta) and every tensor's dataset: contiguous, allocated at
+// creation, never filled.
+std::vector<h5::Handle> create_datasets(hid_t root, const std::string& path,
+                                        std::span<const TensorData> tensors,
+                                        const CheckpointMeta& shared) {
+  h5::write_string_attribute(root, "format", kCheckpointFormat);
+  h5::write_int_attribute(root, "format_version", kCheckpointFormatVersion);
+  h5::write_int_attribute(root, "step", shared.step);
+  h5::write_int_attribute(root, "seed", shared.seed);
+  h5::write_int_attribute(root, "data_cursor", shared.data_cursor);
+  h5::write_int_attribute(root, "skipped_steps", shared.skipped_steps);
+  h5::write_string_attribute(root, "config", shared.config);
+
+  h5::Handle link_create = h5::plist_handle(H5_CHECK(H5Pcreate(H5P_LINK_CREATE)));
+  H5_CHECK(H5Pset_create_intermediate_group(link_create.get(), 1));
+  h5::Handle dataset_create = h5::plist_handle(H5_CHECK(H5Pcreate(H5P_DATASET_CREATE)));
+  // Every value is written: no fill pass. Early allocation is what parallel HDF5 requires.
+  H5_CHECK(H5Pset_fill_time(dataset_create.get(), H5D_FILL_TIME_NEVER));
+  H5_CHECK(H5Pset_alloc_time(dataset_create.get(), H5D_ALLOC_TIME_EARLY));
+  std::vector<h5::Handle> datasets;
+  datasets.reserve(tensors.size());
+  for (const auto& t : tensors) {
+    h5::Handle space = tensor_space(t.spec.shape);
+    datasets.push_back(h5::dataset_handle(
+        H5_CHECK(H5Dcreate2(root, t.spec.name.c_str(), H5T_IEEE_F32LE, space.get(),
+                            link_create.get(), dataset_create.get(), H5P_DEFAULT),
+                 "creating tensor '{}' in {}", t.spec.name, path)));
+  }
+  return datasets;
+}
+
+// Space is allocated at creation and metadata goes out at flush and close: a full disk may
+// surface only there. Returns `failure`, or the first failure of these.
+std::string close_file(h5::Handle& file, std::vector<h5::Handle>& datasets, const std::string& path,
+                       std::string failure) {
+  for (auto& dataset : datasets) dataset.reset();  // collective, same order on every rank
+  errno = 0;
+  if (H5Fflush(file.get(), H5F_SCOPE_GLOBAL) < 0 && failure.empty())
+    failure = failed_io("flushing the file", errno, path);
+  errno = 0;
+  if (file.close() < 0 && failure.empty()) failure = failed_io("closing the file", errno, path);
+  return failure;
+}
+
+// An asynchronous save's file, without its values: rank 0 alone creates it (HDF5's default
+// driver), reserves its blocks and tells every rank where each tensor's bytes go; each rank
+// returns its pieces for write_raw_pieces. No rank waits inside parallel HDF5, whose
+// collectives no watchdog can watch: a peer lost meanwhile leaves the others in this code's own
+// agreements and broadcasts, which a runtime watches (set_collective_wait) and names it from.
+std::vector<RawPiece> create_on_rank_0(const detail::Collective& group, const std::string& path,
+                                       std::span<const TensorData> tensors,
+                                       const CheckpointMeta& shared) {
+  std::vector<std::int64_t> offsets(tensors.size(), 0);
+  std::string failure;
+  bool input_error = false;
+  if (group.rank() == 0) {
+    try {
+      h5::Handle file = h5::create_file(path, H5P_DEFAULT);
+      std::vector<h5::Handle> datasets = create_datasets(file.get(), path, tensors, shared);
+      for (std::size_t i = 0; i < tensors.size(); ++i) {
+        // Contiguous, allocated at creation, never filled: the values' bytes lie at one offset.
+        const haddr_t offset = H5Dget_offset(datasets[i].get());
+        CHIMERA_CHECK(offset != HADDR_UNDEF, "tensor '{}' has no file offset",
+                      tensors[i].spec.name);
+        offsets[i] = static_cast<std::int64_t>(offset);
+      }
+      hsize_t file_bytes = 0;
+      H5_CHECK(H5Fget_filesize(file.get(), &file_bytes));
+      failure = close_file(file, datasets, path, "");
+      if (!failure.empty()) failure = path + ": " + failure;
+      if (failure.empty()) failure = reserve_blocks(path, static_cast<off_t>(file_bytes));
+    } catch (const InputError& e) {
+      failure = e.what();
+      input_error = true;
+    } catch (const std::exception& e) {
+      failure = e.what();
+    }
+  }
+  std::int64_t kind = input_error ? 1 : 0;
+  group.broadcast(kind);
+  group.agree(failure, kind != 0);
+  std::string packed(reinterpret_cast<const char*>(offsets.data()),
+                     offsets.size() * sizeof(std::int64_t));
+  group.broadcast(packed);
+  std::memcpy(offsets.data(), packed.data(), packed.size());
+  std::vector<RawPiece> pieces;
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    if (!tensors[i].data.empty())
+      pieces.push_back({offsets[i] + tensors[i].first * 4, tensors[i].data});
+  }
+  return pieces;
+}
+
 // The collective part of writing a checkpoint file: every dataset created with its space
 // allocated, then (`values`) each owner's tensors written through HDF5, or (not `values`) the
 // file closed with its values unwritten and this rank's pieces returned, for write_raw_pieces.
@@ -273,6 +366,8 @@ std::vector<RawPiece> write_file(MPI_Comm comm, const std::string& path,
   group.broadcast(shared.skipped_steps);
   group.broadcast(shared.config);
 
+  if (!values) return create_on_rank_0(group, path, tensors, shared);
+
   h5::Handle access = h5::plist_handle(H5_CHECK(H5Pcreate(H5P_FILE_ACCESS)));
   if (group.parallel()) {
     H5_CHECK(H5Pset_fapl_mpio(access.get(), group.comm(), MPI_INFO_NULL));
@@ -291,29 +386,7 @@ std::vector<RawPiece> write_file(MPI_Comm comm, const std::string& path,
   group.agree(open_failure, true);
 
   const hid_t root = file.get();
-  h5::write_string_attribute(root, "format", kCheckpointFormat);
-  h5::write_int_attribute(root, "format_version", kCheckpointFormatVersion);
-  h5::write_int_attribute(root, "step", shared.step);
-  h5::write_int_attribute(root, "seed", shared.seed);
-  h5::write_int_attribute(root, "data_cursor", shared.data_cursor);
-  h5::write_int_attribute(root, "skipped_steps", shared.skipped_steps);
-  h5::write_string_attribute(root, "config", shared.config);
-
-  h5::Handle link_create = h5::plist_handle(H5_CHECK(H5Pcreate(H5P_LINK_CREATE)));
-  H5_CHECK(H5Pset_create_intermediate_group(link_create.get(), 1));
-  h5::Handle dataset_create = h5::plist_handle(H5_CHECK(H5Pcreate(H5P_DATASET_CREATE)));
-  // Every value is written: no fill pass. Early allocation is what parallel HDF5 requires.
-  H5_CHECK(H5Pset_fill_time(dataset_create.get(), H5D_FILL_TIME_NEVER));
-  H5_CHECK(H5Pset_alloc_time(dataset_create.get(), H5D_ALLOC_TIME_EARLY));
-  std::vector<h5::Handle> datasets;
-  datasets.reserve(tensors.size());
-  for (const auto& t : tensors) {
-    h5::Handle space = tensor_space(t.spec.shape);
-    datasets.push_back(h5::dataset_handle(
-        H5_CHECK(H5Dcreate2(root, t.spec.name.c_str(), H5T_IEEE_F32LE, space.get(),
-                            link_create.get(), dataset_create.get(), H5P_DEFAULT),
-                 "creating tensor '{}' in {}", t.spec.name, path)));
-  }
+  std::vector<h5::Handle> datasets = create_datasets(root, path, tensors, shared);
 
   // Reserve the file's blocks before any data is written: a write that fails on some ranks
   // only (another job filled the disk since the free-space check) can leave parallel HDF5's
@@ -326,30 +399,13 @@ std::vector<RawPiece> write_file(MPI_Comm comm, const std::string& path,
   h5::Handle transfer = h5::plist_handle(H5_CHECK(H5Pcreate(H5P_DATASET_XFER)));
   if (group.parallel()) H5_CHECK(H5Pset_dxpl_mpio(transfer.get(), H5FD_MPIO_INDEPENDENT));
   std::string write_failure;
-  std::vector<RawPiece> pieces;
   for (std::size_t i = 0; i < tensors.size() && write_failure.empty(); ++i) {
-    if (tensors[i].data.empty()) continue;
-    if (values) {
+    if (!tensors[i].data.empty())
       write_failure = write_tensor(datasets[i].get(), tensors[i], transfer.get(), path);
-    } else {
-      // Contiguous, allocated at creation, never filled: the values' bytes lie at one offset.
-      const haddr_t offset = H5Dget_offset(datasets[i].get());
-      CHIMERA_CHECK(offset != HADDR_UNDEF, "tensor '{}' has no file offset", tensors[i].spec.name);
-      pieces.push_back({static_cast<std::int64_t>(offset) + tensors[i].first * 4, tensors[i].data});
-    }
   }
-
-  // Space is allocated at creation and metadata goes out at flush and close: a full disk may
-  // surface only there.
-  for (auto& dataset : datasets) dataset.reset();  // collective, same order on every rank
-  errno = 0;
-  if (H5Fflush(root, H5F_SCOPE_GLOBAL) < 0 && write_failure.empty())
-    write_failure = failed_io("flushing the file", errno, path);
-  errno = 0;
-  if (file.close() < 0 && write_failure.empty())
-    write_failure = failed_io("closing the file", errno, path);
+  write_failure = close_file(file, datasets, path, write_failure);
   group.agree(write_failure.empty() ? "" : rank_prefix() + path + ": " + write_failure, false);
-  return pieces;
+  return {};
 }
 
 }  // namespace

@@ -8,6 +8,8 @@
 #include "chimera/comm/agreement.hpp"
 #include "chimera/comm/deadline.hpp"
 #include "chimera/comm/mpi.hpp"
+#include "chimera/comm/peer_probe.hpp"
+#include "chimera/comm/rank_hosts.hpp"
 #include "chimera/core/error.hpp"
 #include "chimera/core/log.hpp"
 #include "chimera/core/timer.hpp"
@@ -56,6 +58,37 @@ std::unique_ptr<comm::Deadline> save_deadline(const io::CheckpointDirectory& dir
 
 }  // namespace
 
+void Checkpointing::bound_collectives(const comm::WaitPolicy& policy) {
+  policy_ = &policy;
+  io::set_collective_wait([&policy](MPI_Request& request, MPI_Comm comm) {
+    comm::wait(request, policy, nullptr, nullptr, nullptr, [comm] {
+      return fmt::format("the checkpoint writer's agreement on a save{}",
+                         comm::describe_silent_peers(comm));
+    });
+  });
+}
+
+std::unique_ptr<comm::Deadline> Checkpointing::collective_deadline(const char* phase,
+                                                                   std::int64_t step) const {
+  const double limit_s = policy_ != nullptr ? policy_->watchdog_limit_s() : 0.0;
+  if (limit_s <= 0.0) return nullptr;
+  // Every rank first meets the others in a watched barrier, which names a peer that is gone
+  // (its probes go unanswered) the way a step's waits do; the deadline then covers only a peer
+  // lost inside the collective calls that follow, which cannot be watched.
+  comm::barrier(world_, *policy_, [this, phase, step] {
+    return fmt::format("the barrier before {} of step {}{}", phase, step,
+                       comm::describe_silent_peers(world_));
+  });
+  return std::make_unique<comm::Deadline>(
+      limit_s, [phase, target = directory_.path_for_step(step), limit_s] {
+        return fmt::format(
+            "watchdog: {} {} has not finished after {:.0f} s (runtime.watchdog_s): a host or "
+            "link of the job{} is lost, or a rank is stuck: ending the job with status 1 "
+            "(internal/system failure); the previous checkpoints are intact",
+            phase, target, limit_s, comm::job_hosts());
+      });
+}
+
 struct Checkpointing::InFlight {
   std::int64_t step = 0;
   bool last = false;
@@ -67,7 +100,9 @@ struct Checkpointing::InFlight {
   BackgroundWrite write;   // after `deadline`: destroyed (joined) while the deadline still runs
 };
 
-Checkpointing::~Checkpointing() = default;
+Checkpointing::~Checkpointing() {
+  if (policy_ != nullptr) io::set_collective_wait({});
+}
 
 bool Checkpointing::tolerate(const comm::AgreedError& error, std::int64_t step, bool last) const {
   if (config_.checkpoint.on_save_error != SaveErrorPolicy::Warn || last) throw error;
@@ -96,6 +131,7 @@ bool Checkpointing::save(TrainState& state, const io::CheckpointMeta& meta, bool
   f->deadline = save_deadline(directory_, meta.step, config_.checkpoint.save_timeout_s);
   const Stopwatch blocked;
   try {
+    const auto bound = collective_deadline("creating the checkpoint file", meta.step);
     comm::all_or_none(world_, [&] {
       hang_hook_.maybe_hang(rank_, meta.step, true);
       if (f->comm == MPI_COMM_NULL) return;
@@ -123,7 +159,16 @@ void Checkpointing::before_update() {
 void Checkpointing::poll() {
   if (!in_flight_) return;  // the same on every rank: saves are collective
   int done = in_flight_->write.done() ? 1 : 0;
-  MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &done, 1, MPI_INT, MPI_MIN, world_));
+  if (policy_ != nullptr) {
+    MPI_Request request = MPI_REQUEST_NULL;
+    MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, &done, 1, MPI_INT, MPI_MIN, world_, &request));
+    comm::wait(request, *policy_, nullptr, nullptr, nullptr, [this, step = in_flight_->step] {
+      return fmt::format("the check whether every rank has written the checkpoint of step {}{}",
+                         step, comm::describe_silent_peers(world_));
+    });
+  } else {
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &done, 1, MPI_INT, MPI_MIN, world_));
+  }
   if (done != 0) finish_in_flight();
 }
 
@@ -144,6 +189,7 @@ bool Checkpointing::finish_in_flight() {
   std::string path;
   const Stopwatch naming;
   try {
+    const auto bound = collective_deadline("naming the checkpoint file", f->step);
     comm::all_or_none(world_, [&] {
       if (f->comm != MPI_COMM_NULL) path = directory_.finish_save(f->comm, f->started, written);
     });

@@ -428,6 +428,23 @@ class HangingRank(FaultCase):
         self.assertIn("a rank's file system may have failed", errors[0])
         self.assertEqual(self.assert_newest_checkpoint_sound(), 2)
 
+    def test_a_save_stuck_on_one_rank_ends_the_job_within_the_watchdog_limit(self):
+        # The collective part of an asynchronous save (creating the file) is bounded as a wait
+        # is: a peer lost there ends the job after runtime.watchdog_s, not after the save
+        # timeout (600 s by default).
+        r, took = train(self.base + ["--steps", "10", "--save-every", "1",
+                                     "--set", "runtime.watchdog_s=2"],
+                        extra_env={"CHIMERA_TEST_HANG_AT": "1:3:save"})
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertLess(took, 30)
+        errors = error_lines(r)
+        self.assertTrue(errors, r.stderr[-3000:])
+        for line in errors:
+            self.assertIn("error: watchdog: creating the checkpoint file " +
+                          os.path.join(self.ckpt, "ckpt-00000003.h5") +
+                          " has not finished after 2 s (runtime.watchdog_s)", line)
+        self.assertEqual(self.assert_newest_checkpoint_sound(), 2)
+
     def test_watchdog_does_not_trip_on_compute(self):
         # Emulated ops of 300 ms: every wait for a peer's compute is shorter than the watchdog,
         # though the run lasts longer than it.

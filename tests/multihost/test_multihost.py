@@ -273,7 +273,7 @@ class MultiHost(unittest.TestCase):
         line = self.assert_lost_host_reported(text, took, status)
         self.assertIn("error: watchdog:", line)
         self.assertRegex(line, r"waited [\d.]+ s, more than runtime\.watchdog_s \(\d+ s\), in "
-                               r"(recv|send|allreduce)|waiting in the ")
+                               r"(recv|send|allreduce|the barrier|the checkpoint writer)|waiting in the ")
         self.assertIn("ending the job with status 1 (internal/system failure)", line)
         # It names the lost peer and its host: the one awaited for a message; for a collective,
         # the one of its ranks that answered no probe (the survivors answer theirs).

@@ -12,6 +12,7 @@
 #include <mpi.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -60,6 +61,14 @@ bool is_optimizer_state(std::string_view name);        // under "optim/"
 // file, a failed write) is reported on every rank, without a hang.
 void write_checkpoint_file(MPI_Comm comm, const std::string& path,
                            std::span<const TensorData> tensors, const CheckpointMeta& meta);
+
+// How the checkpoint code's own small collectives (its agreements on a save's outcome, its
+// broadcasts) wait: started non-blocking, then MPI_Wait, unless a runtime that watches its waits
+// installs this (it gets the request of a collective over `comm` and returns once it has
+// completed). Process-wide; install on the thread that saves, and uninstall ({}) before what it
+// refers to goes. The collectives inside parallel HDF5 are not among them.
+using CollectiveWait = std::function<void(MPI_Request&, MPI_Comm)>;
+void set_collective_wait(CollectiveWait wait);
 
 // Writing a checkpoint's values without HDF5 (an asynchronous save's helper thread): the file
 // is created collectively with every dataset contiguous and allocated (create_checkpoint_file),

@@ -59,9 +59,9 @@ struct WaitPolicy {
   bool doorbells = true;  // runtime.wait: doorbell (true) or poll (false)
   // runtime.watchdog_s: a single wait longer than this ends the job through abort_job, naming
   // the wait (0 = off). Only waits are watched: compute, and the few blocking collectives left
-  // (setup, validation's), never trip it. `derived_watchdog_s`, where set, replaces it with a limit the run
-  // derives from its step times as it goes (runtime/step_watchdog.hpp); every copy of the policy
-  // reads the same value.
+  // (setup, validation's), never trip it. `derived_watchdog_s`, where set, replaces it with a limit
+  // the run derives from its step times as it goes (runtime/step_watchdog.hpp); every copy of the
+  // policy reads the same value.
   double watchdog_s = 0.0;
   const std::atomic<double>* derived_watchdog_s = nullptr;
 

@@ -345,16 +345,17 @@ SimResult Simulator::run(const Costs& costs) const {
   }
   std::vector<LinkBookings> link_out(static_cast<std::size_t>(hosts));
   std::vector<LinkBookings> link_in(static_cast<std::size_t>(hosts));
-  // The ops priced so far, per worker, in time order: when a rank is inside one (no progress).
-  std::vector<std::vector<std::pair<double, double>>> computing(
-      static_cast<std::size_t>(G.workers));
-  // The first moment from `t` on at which worker `w` is not inside an op it has been priced for.
+  // Each op's span, and how many of each worker's ops (its first ones) are priced so far.
+  std::vector<double> start(n), end(n);
+  std::vector<int> priced(static_cast<std::size_t>(G.workers), 0);
+  // The first moment from `t` on at which worker `w` is not inside an op priced so far (a rank
+  // inside an op makes no MPI progress).
   const auto out_of_ops = [&](int w, double t) {
-    const auto& ops = computing[static_cast<std::size_t>(w)];
-    auto it = std::upper_bound(ops.begin(), ops.end(), t,
-                               [](double x, const auto& op) { return x < op.first; });
-    if (it != ops.begin() && t < std::prev(it)->second) return std::prev(it)->second;
-    return t;
+    const auto first = start.begin() + G.offset[w];
+    const auto it = std::upper_bound(first, first + priced[static_cast<std::size_t>(w)], t);
+    if (it == first) return t;
+    const double op_end = end[static_cast<std::size_t>(std::prev(it) - start.begin())];
+    return t < op_end ? op_end : t;
   };
   // When a message ready at `ready` (sent and its receive posted) is in at worker `to`, which
   // waits for it from `waiting`.
@@ -364,18 +365,18 @@ SimResult Simulator::run(const Costs& costs) const {
         G.mb_split;
     const int from = host(sender[message]);
     if (from == host(to)) return ready + costs.host_alpha + costs.host_beta * bytes;
-    double start = ready;
+    double moves = ready;
     if (bytes > costs.rendezvous_bytes) {
       // The receiver answers the request at its wait, or where the op it computes ends ...
       const double answered = ready >= waiting ? ready : out_of_ops(to, ready);
       // ... and the sender sees the answer after the op it started when it posted the send.
-      start = answered;
+      moves = answered;
       if (const int op = G.op_after_send[message]; op >= 0) {
         const double busy_until = sent + G.work[op] * op_cost(G.kind[op]);
-        if (answered < busy_until) start = busy_until;
+        if (answered < busy_until) moves = busy_until;
       }
     }
-    return cross_links(link_out[from], link_in[host(to)], start, costs.beta * bytes) + costs.alpha;
+    return cross_links(link_out[from], link_in[host(to)], moves, costs.beta * bytes) + costs.alpha;
   };
 
   SimResult r;
@@ -430,7 +431,7 @@ SimResult Simulator::run(const Costs& costs) const {
   // message (sent at its Send, moving once its receive is posted) is in.
   const std::size_t messages = G.message_is_activation.size();
   std::vector<double> clock(static_cast<std::size_t>(G.workers), 0.0);
-  std::vector<double> start(n), end(n), sent(messages), posted(messages);
+  std::vector<double> sent(messages), posted(messages);
   std::vector<double> stage_ready(static_cast<std::size_t>(G.stages), 0.0);
   double tied_ready = 0.0;
   for (const Graph::Step& step : G.steps) {
@@ -450,7 +451,7 @@ SimResult Simulator::run(const Costs& costs) const {
         start[step.arg] = t;
         t += G.work[step.arg] * op_cost(G.kind[step.arg]);
         end[step.arg] = t;
-        computing[static_cast<std::size_t>(step.worker)].emplace_back(start[step.arg], t);
+        ++priced[static_cast<std::size_t>(step.worker)];
         break;
       case InstrKind::GradReady:
         stage_ready[step.arg] = std::max(stage_ready[step.arg], t);

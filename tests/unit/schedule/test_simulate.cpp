@@ -281,6 +281,30 @@ TEST(Simulate, ARendezvousMovesOnceTheSenderIsOutOfItsOp) {
   EXPECT_DOUBLE_EQ(simulate(s, c).timeline[1][0].start, 1);
 }
 
+TEST(Simulate, ARendezvousWaitsForTheReceiverToLeaveItsOp) {
+  // 1F1B D=2 N=3, F = 1, B = 4, free activations, input gradients of 3 bytes at beta 1. Worker
+  // 1 sends B1's gradient at 11 and waits (for F2's input); worker 0 posts its receive at 13,
+  // then computes F2 (13 to 14). Eager, the gradient moves 13 to 16 and B1 starts at 16. Over a
+  // rendezvous worker 0 answers the request only when F2 ends: it moves 14 to 17. B0's
+  // gradient is not delayed: its sender waits (for F1's input) right after sending it.
+  Costs c = Costs::forward_backward(1, 4);
+  c.beta = 1;
+  c.activation_bytes = 0;
+  c.gradient_bytes = 3;
+  const Schedule s = make_schedule(request("1f1b", 2, 3));
+  ASSERT_EQ(s.ops[0][2].kind, OpKind::B);
+  ASSERT_EQ(s.ops[0][3].kind, OpKind::F);
+  ASSERT_EQ(s.ops[0][4].kind, OpKind::B);
+  SimResult r = simulate(s, c);
+  EXPECT_DOUBLE_EQ(r.timeline[0][2].start, 9);
+  EXPECT_DOUBLE_EQ(r.timeline[0][3].start, 13);
+  EXPECT_DOUBLE_EQ(r.timeline[0][4].start, 16);
+  c.rendezvous_bytes = 2;
+  r = simulate(s, c);
+  EXPECT_DOUBLE_EQ(r.timeline[0][2].start, 9);
+  EXPECT_DOUBLE_EQ(r.timeline[0][4].start, 17);
+}
+
 TEST(Simulate, TheSumsOfAHostsRanksShareItsLink) {
   // 1F1B D=2 N=2 W=2, F=B=1: stage 1's gradient is ready at 5 (worker 1), stage 0's at 6 (worker
   // 0); each sum over two replicas takes beta L = 10. On hosts of their own both run at once;

@@ -107,26 +107,21 @@ class PieceWriter {
       }
       const ssize_t n = ::pwrite(direct_fd_, from, chunk, static_cast<off_t>(at));
       if (n < 0 && errno == EINTR) continue;
-      if (n < 0 && errno == EINVAL) {
-        // The file system took the open but not this write: the rest goes through the cache.
-        ::close(direct_fd_);
-        direct_fd_ = -1;
+      if (n > 0) {
+        direct_bytes_ += static_cast<std::size_t>(n);
+        bytes += n;
+        length -= static_cast<std::size_t>(n);
+        at += static_cast<std::size_t>(n);
+      }
+      if (n != static_cast<ssize_t>(chunk)) {
+        // Refused, short or failed: the rest goes through the page cache, whose write reports a
+        // failure that lasts. EINVAL: the file system took the open but not a direct write.
+        if (n < 0 && errno == EINVAL) {
+          ::close(direct_fd_);
+          direct_fd_ = -1;
+        }
         return write_all(fd_, bytes, length, at, path_);
       }
-      if (n <= 0 || static_cast<std::size_t>(n) % kDirectAlign != 0) {
-        if (n > 0) {  // a short direct write: the rest through the cache, from where it ended
-          direct_bytes_ += static_cast<std::size_t>(n);
-          return write_all(fd_, bytes + n, length - static_cast<std::size_t>(n),
-                           at + static_cast<std::size_t>(n), path_);
-        }
-        return fmt::format("{}: writing {:.1f} MB at offset {} failed: {}", path_,
-                           static_cast<double>(length) / 1e6, at,
-                           std::strerror(n < 0 ? errno : ENOSPC));
-      }
-      direct_bytes_ += static_cast<std::size_t>(n);
-      bytes += n;
-      length -= static_cast<std::size_t>(n);
-      at += static_cast<std::size_t>(n);
     }
     return "";
   }

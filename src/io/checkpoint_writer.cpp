@@ -265,7 +265,7 @@ std::vector<h5::Handle> create_datasets(hid_t root, const std::string& path,
 // surface only there. Returns `failure`, or the first failure of these.
 std::string close_file(h5::Handle& file, std::vector<h5::Handle>& datasets, const std::string& path,
                        std::string failure) {
-  for (auto& dataset : datasets) dataset.reset();  // collective, same order on every rank
+  for (auto& dataset : datasets) dataset.reset();  // in a parallel file: the same order everywhere
   errno = 0;
   if (H5Fflush(file.get(), H5F_SCOPE_GLOBAL) < 0 && failure.empty())
     failure = failed_io("flushing the file", errno, path);
@@ -323,9 +323,10 @@ std::vector<RawPiece> create_on_rank_0(const detail::Collective& group, const st
   return pieces;
 }
 
-// The collective part of writing a checkpoint file: every dataset created with its space
-// allocated, then (`values`) each owner's tensors written through HDF5, or (not `values`) the
-// file closed with its values unwritten and this rank's pieces returned, for write_raw_pieces.
+// The collective part of writing a checkpoint file: the ranks' tensor lists checked, then
+// (`values`) every dataset created through parallel HDF5 and each owner's tensors written, or
+// (not `values`) the file created by rank 0 with its values unwritten and this rank's pieces
+// returned, for write_raw_pieces (create_on_rank_0).
 std::vector<RawPiece> write_file(MPI_Comm comm, const std::string& path,
                                  std::span<const TensorData> tensors, const CheckpointMeta& meta,
                                  bool values) {

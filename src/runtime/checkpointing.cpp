@@ -17,12 +17,20 @@
 namespace chimera::runtime {
 
 Checkpointing::Checkpointing(const Config& config, MPI_Comm world, int rank,
-                             const HangHook& hang_hook)
+                             const HangHook& hang_hook, const comm::WaitPolicy& policy)
     : config_(config),
       world_(world),
       rank_(rank),
       hang_hook_(hang_hook),
-      directory_(config.checkpoint.dir, config.checkpoint.keep) {}
+      policy_(policy),
+      directory_(config.checkpoint.dir, config.checkpoint.keep) {
+  io::set_collective_wait([&policy](MPI_Request& request, MPI_Comm comm) {
+    comm::wait(request, policy, nullptr, nullptr, nullptr, [comm] {
+      return fmt::format("the checkpoint writer's agreement on a save{}",
+                         comm::describe_silent_peers(comm));
+    });
+  });
+}
 
 void Checkpointing::claim_directory() {
   const std::string unwritable = directory_.prepare();
@@ -58,24 +66,14 @@ std::unique_ptr<comm::Deadline> save_deadline(const io::CheckpointDirectory& dir
 
 }  // namespace
 
-void Checkpointing::bound_collectives(const comm::WaitPolicy& policy) {
-  policy_ = &policy;
-  io::set_collective_wait([&policy](MPI_Request& request, MPI_Comm comm) {
-    comm::wait(request, policy, nullptr, nullptr, nullptr, [comm] {
-      return fmt::format("the checkpoint writer's agreement on a save{}",
-                         comm::describe_silent_peers(comm));
-    });
-  });
-}
-
-std::unique_ptr<comm::Deadline> Checkpointing::collective_deadline(const char* phase,
-                                                                   std::int64_t step) const {
-  const double limit_s = policy_ != nullptr ? policy_->watchdog_limit_s() : 0.0;
+std::unique_ptr<comm::Deadline> Checkpointing::enter_collective_phase(const char* phase,
+                                                                      std::int64_t step) const {
+  const double limit_s = policy_.watchdog_limit_s();
   if (limit_s <= 0.0) return nullptr;
-  // Every rank first meets the others in a watched barrier, which names a peer that is gone
-  // (its probes go unanswered) the way a step's waits do; the deadline then covers only a peer
-  // lost inside the collective calls that follow, which cannot be watched.
-  comm::barrier(world_, *policy_, [this, phase, step] {
+  // The barrier names a peer that is gone (its probes go unanswered) the way a step's waits do;
+  // the deadline covers a peer lost in what follows that no wait watches: the ranks outside the
+  // save's communicator sit in all_or_none's agreement meanwhile.
+  comm::barrier(world_, policy_, [this, phase, step] {
     return fmt::format("the barrier before {} of step {}{}", phase, step,
                        comm::describe_silent_peers(world_));
   });
@@ -101,7 +99,7 @@ struct Checkpointing::InFlight {
 };
 
 Checkpointing::~Checkpointing() {
-  if (policy_ != nullptr) io::set_collective_wait({});
+  io::set_collective_wait({});
 }
 
 bool Checkpointing::tolerate(const comm::AgreedError& error, std::int64_t step, bool last) const {
@@ -131,7 +129,7 @@ bool Checkpointing::save(TrainState& state, const io::CheckpointMeta& meta, bool
   f->deadline = save_deadline(directory_, meta.step, config_.checkpoint.save_timeout_s);
   const Stopwatch blocked;
   try {
-    const auto bound = collective_deadline("creating the checkpoint file", meta.step);
+    const auto bound = enter_collective_phase("creating the checkpoint file", meta.step);
     comm::all_or_none(world_, [&] {
       hang_hook_.maybe_hang(rank_, meta.step, true);
       if (f->comm == MPI_COMM_NULL) return;
@@ -159,16 +157,12 @@ void Checkpointing::before_update() {
 void Checkpointing::poll() {
   if (!in_flight_) return;  // the same on every rank: saves are collective
   int done = in_flight_->write.done() ? 1 : 0;
-  if (policy_ != nullptr) {
-    MPI_Request request = MPI_REQUEST_NULL;
-    MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, &done, 1, MPI_INT, MPI_MIN, world_, &request));
-    comm::wait(request, *policy_, nullptr, nullptr, nullptr, [this, step = in_flight_->step] {
-      return fmt::format("the check whether every rank has written the checkpoint of step {}{}",
-                         step, comm::describe_silent_peers(world_));
-    });
-  } else {
-    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &done, 1, MPI_INT, MPI_MIN, world_));
-  }
+  MPI_Request request = MPI_REQUEST_NULL;
+  MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, &done, 1, MPI_INT, MPI_MIN, world_, &request));
+  comm::wait(request, policy_, nullptr, nullptr, nullptr, [this, step = in_flight_->step] {
+    return fmt::format("the check whether every rank has written the checkpoint of step {}{}", step,
+                       comm::describe_silent_peers(world_));
+  });
   if (done != 0) finish_in_flight();
 }
 
@@ -189,7 +183,7 @@ bool Checkpointing::finish_in_flight() {
   std::string path;
   const Stopwatch naming;
   try {
-    const auto bound = collective_deadline("naming the checkpoint file", f->step);
+    const auto bound = enter_collective_phase("naming the checkpoint file", f->step);
     comm::all_or_none(world_, [&] {
       if (f->comm != MPI_COMM_NULL) path = directory_.finish_save(f->comm, f->started, written);
     });

@@ -19,7 +19,17 @@ namespace chimera::runtime {
 
 class Checkpointing {
  public:
-  Checkpointing(const Config& config, MPI_Comm world, int rank, const HangHook& hang_hook);
+  // The collective parts of an asynchronous save (creating the file, the check in poll(),
+  // naming the file) are bounded as the training's waits are, by `policy` (which must outlive
+  // this object): the checkpoint code's own agreements (io::set_collective_wait, installed for
+  // this object's lifetime) and poll()'s reduction are waits under it (watched, answering
+  // probes); before creating and before naming the file every rank meets the others in a watched
+  // barrier; and what cannot be watched in between ends the job past its watchdog limit
+  // (runtime.watchdog_s; off: 0). A host lost while the others save then ends the job as fast
+  // as one lost during a step; the background write itself, which may take long, stays bounded
+  // by checkpoint.save_timeout_s.
+  Checkpointing(const Config& config, MPI_Comm world, int rank, const HangHook& hang_hook,
+                const comm::WaitPolicy& policy);
 
   io::CheckpointDirectory& directory() { return directory_; }
 
@@ -54,16 +64,6 @@ class Checkpointing {
   // the save in flight when every rank's write has ended, reporting a failure as save() does.
   void poll();
 
-  // The collective parts of an asynchronous save (creating the file, the check in poll(),
-  // naming the file) are bounded as the training's waits are: poll()'s reduction is a wait
-  // under `policy` (watched, answering probes), and the file's creation and naming end the job
-  // past `policy`'s watchdog limit (runtime.watchdog_s, derived by default; off: 0). A host lost
-  // while the others save then ends the job as fast as one lost during a step; the background
-  // write itself, which may take long, stays bounded by checkpoint.save_timeout_s. The
-  // checkpoint code's own agreements (io::set_collective_wait) become such waits too, for as
-  // long as this object lives; `policy` must outlive it.
-  void bound_collectives(const comm::WaitPolicy& policy);
-
   // Collective: finishes the save in flight, if any, for a run that ends with another error on
   // every rank (divergence); its failure is a warning, not thrown.
   void finish_save_in_flight();
@@ -75,9 +75,11 @@ class Checkpointing {
   MPI_Comm world_;
   int rank_;
   const HangHook& hang_hook_;
-  const comm::WaitPolicy* policy_ = nullptr;
-  // A bound on one collective phase of a save (see bound_collectives); null where none.
-  std::unique_ptr<comm::Deadline> collective_deadline(const char* phase, std::int64_t step) const;
+  const comm::WaitPolicy& policy_;
+  // Starts a collective phase of a save: meets every rank in a watched barrier, then returns
+  // the bound on the phase (null when the watchdog is off).
+  std::unique_ptr<comm::Deadline> enter_collective_phase(const char* phase,
+                                                         std::int64_t step) const;
   struct InFlight;
   bool save_now(TrainState& state, const io::CheckpointMeta& meta, bool last);
   bool finish_in_flight();

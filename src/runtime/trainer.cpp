@@ -167,10 +167,8 @@ Trainer::Impl::Impl(const TrainRequest& req, MPI_Comm w) : request(req), world(w
   comm::all_or_none(world, [&] {
     lr_schedule = optim::LrSchedule::from(config.train);
     feed.emplace(plan);
-    if (!config.checkpoint.dir.empty()) {
-      checkpointing.emplace(config, world, rank, hang_hook);
-      checkpointing->bound_collectives(wait_policy);
-    }
+    if (!config.checkpoint.dir.empty())
+      checkpointing.emplace(config, world, rank, hang_hook, wait_policy);
     if (rank != 0) return;
     if (checkpointing) checkpointing->claim_directory();
     if (!config.log.metrics.empty()) io::require_writable(config.log.metrics, "--metrics");

@@ -26,13 +26,14 @@ std::byte* bytes_of(const backend::DeviceBuffer& buffer) {
 }
 
 // The one backward walk over a stage's blocks, from the last to the first: each with its input
-// (the block before's output, or the stage's input) and its activations.
+// (the block before's output, or the stage's input) and its activations; `after_block` after each.
 template <typename Visit>
 void walk_blocks_backward(const ActivationLayout& acts_layout, std::byte* acts, int blocks,
-                          Visit visit) {
+                          const std::function<void()>& after_block, Visit visit) {
   for (int l = blocks - 1; l >= 0; --l) {
     const float* x = l > 0 ? acts_layout.block(acts, l - 1).out : acts_layout.input(acts);
     visit(l, x, acts_layout.block(acts, l));
+    if (after_block) after_block();
   }
 }
 
@@ -240,6 +241,7 @@ void GPT2Worker::run_blocks(HeldStage& h, std::byte* acts) {
     const BlockActivations a = h.acts.block(acts, l);
     block_forward(be_, dims_, layout_.block<const float>(h.params.f32(), h.first_block + l), x, a);
     x = a.out;
+    if (after_block_) after_block_();
   }
 }
 
@@ -349,15 +351,17 @@ void GPT2Worker::backward(int stage, int mb, const float* grad_output, float* gr
   // one block's saved gradients in the workspace instead of every block's in the slot. The last
   // stage starts from the gradient its forward left.
   const float* dy = h.shape.last ? h.acts.head_grad(acts) : grad_output;
-  walk_blocks_backward(h.acts, acts, n, [&](int l, const float* x, const BlockActivations& a) {
-    float* other = dy == ws.grad_a ? ws.grad_b : ws.grad_a;
-    float* dx = l > 0 || h.shape.first ? other : grad_input;
-    block_backward_input(be_, dims_, layout_.block<const float>(h.params.f32(), h.first_block + l),
-                         x, a, dy, dx, ws.block, ws.scratch);
-    block_backward_weight(be_, dims_, layout_.block<float>(h.grads.f32(), h.first_block + l), x, a,
-                          dy, ws.block);
-    dy = dx;
-  });
+  walk_blocks_backward(
+      h.acts, acts, n, after_block_, [&](int l, const float* x, const BlockActivations& a) {
+        float* other = dy == ws.grad_a ? ws.grad_b : ws.grad_a;
+        float* dx = l > 0 || h.shape.first ? other : grad_input;
+        block_backward_input(be_, dims_,
+                             layout_.block<const float>(h.params.f32(), h.first_block + l), x, a,
+                             dy, dx, ws.block, ws.scratch);
+        block_backward_weight(be_, dims_, layout_.block<float>(h.grads.f32(), h.first_block + l), x,
+                              a, dy, ws.block);
+        dy = dx;
+      });
   if (h.shape.first) {
     be_.embedding_backward(embedding_grad_target(s), h.grads.f32() + layout_.wpe_offset(), dy,
                            h.acts.tokens(acts), dims_.B, dims_.T, dims_.C);
@@ -382,12 +386,14 @@ void GPT2Worker::backward_input(int stage, int mb, const float* grad_output, flo
 
   be_.copy(h.saved.dy(saved, n - 1), h.shape.last ? h.acts.head_grad(acts) : grad_output,
            message_floats() * sizeof(float));
-  walk_blocks_backward(h.acts, acts, n, [&](int l, const float* x, const BlockActivations& a) {
-    float* dx =
-        l > 0 ? h.saved.dy(saved, l - 1) : (h.shape.first ? h.saved.dembedding(saved) : grad_input);
-    block_backward_input(be_, dims_, layout_.block<const float>(h.params.f32(), h.first_block + l),
-                         x, a, h.saved.dy(saved, l), dx, h.saved.block(saved, l), ws.scratch);
-  });
+  walk_blocks_backward(
+      h.acts, acts, n, after_block_, [&](int l, const float* x, const BlockActivations& a) {
+        float* dx = l > 0 ? h.saved.dy(saved, l - 1)
+                          : (h.shape.first ? h.saved.dembedding(saved) : grad_input);
+        block_backward_input(be_, dims_,
+                             layout_.block<const float>(h.params.f32(), h.first_block + l), x, a,
+                             h.saved.dy(saved, l), dx, h.saved.block(saved, l), ws.scratch);
+      });
 }
 
 void GPT2Worker::backward_weight(int stage, int mb) {
@@ -398,10 +404,11 @@ void GPT2Worker::backward_weight(int stage, int mb) {
   std::byte* acts = bytes_of(s.acts);
   std::byte* saved = bytes_of(s.saved);
   const int n = h.shape.num_blocks;
-  walk_blocks_backward(h.acts, acts, n, [&](int l, const float* x, const BlockActivations& a) {
-    block_backward_weight(be_, dims_, layout_.block<float>(h.grads.f32(), h.first_block + l), x, a,
-                          h.saved.dy(saved, l), h.saved.block(saved, l));
-  });
+  walk_blocks_backward(
+      h.acts, acts, n, after_block_, [&](int l, const float* x, const BlockActivations& a) {
+        block_backward_weight(be_, dims_, layout_.block<float>(h.grads.f32(), h.first_block + l), x,
+                              a, h.saved.dy(saved, l), h.saved.block(saved, l));
+      });
   if (h.shape.first) {
     be_.embedding_backward(embedding_grad_target(s), h.grads.f32() + layout_.wpe_offset(),
                            h.saved.dembedding(saved), h.acts.tokens(acts), dims_.B, dims_.T,

@@ -17,16 +17,26 @@ EmulatedStageCompute::EmulatedStageCompute(schedule::Costs costs, double op_scal
   if (holds_tied) grads_[-1].assign(tied_floats, 0.0F);
 }
 
-void EmulatedStageCompute::wait_ms(double ms) {
-  const double deadline = now_seconds() + ms * 1e-3;
+void EmulatedStageCompute::wait_ms(double ms, int stage) {
+  const double begin = now_seconds();
+  const double deadline = begin + ms * 1e-3;
+  // A real op progresses messages between its blocks (RealStageCompute): so does this one, at
+  // the same fractions of its time.
+  const int blocks = std::max(1, held(stage).blocks);
+  int boundary = 1;
   while (true) {
     const bool pending = progress();
-    const double left = deadline - now_seconds();
-    // While an allreduce runs, wake every 0.5 ms to progress it (as a real op would not, but a
-    // GPU run's host thread would); otherwise sleep the whole op, so that dozens of emulated
-    // ranks leave the cores to the ranks that have work.
-    const bool last = !pending || left <= 500e-6;
-    const double slice = last ? left - lateness_s_ : 500e-6;
+    const double now = now_seconds();
+    const double left = deadline - now;
+    while (boundary < blocks && begin + ms * 1e-3 * boundary / blocks <= now) ++boundary;
+    const double to_boundary =
+        boundary < blocks ? begin + ms * 1e-3 * boundary / blocks - now : left;
+    // While an allreduce runs, wake every 0.5 ms to progress it (as a GPU run's host thread
+    // would); otherwise sleep to the next block boundary or the end of the op, so that dozens of
+    // emulated ranks leave the cores to the ranks that have work.
+    const double wanted = pending ? std::min(500e-6, to_boundary) : to_boundary;
+    const bool last = wanted >= left - 1e-9 || left <= 500e-6;
+    const double slice = last ? left - lateness_s_ : wanted;
     if (slice <= 0.0) return;
     const double wake = now_seconds() + slice;
     sleep_seconds(slice);
@@ -39,17 +49,21 @@ void EmulatedStageCompute::wait_ms(double ms) {
   }
 }
 
-std::int64_t EmulatedStageCompute::activation_bytes(int stage) const {
+const EmulatedStage& EmulatedStageCompute::held(int stage) const {
   for (const auto& h : held_) {
-    if (h.stage == stage) return h.activation_bytes;
+    if (h.stage == stage) return h;
   }
   CHIMERA_CHECK(false, "stage {} is not held by this worker", stage);
-  return 0;
+  return held_.front();
+}
+
+std::int64_t EmulatedStageCompute::activation_bytes(int stage) const {
+  return held(stage).activation_bytes;
 }
 
 float EmulatedStageCompute::forward(int stage, int mb, const float*, const std::int32_t*,
                                     const std::int32_t*, float*, float) {
-  wait_ms(costs_.F * scale_);
+  wait_ms(costs_.F * scale_, stage);
   CHIMERA_CHECK(live_.insert({stage, mb}).second, "forward of stage {} mb {} ran twice", stage, mb);
   live_bytes_ += activation_bytes(stage);
   peak_bytes_ = std::max(peak_bytes_, live_bytes_);
@@ -57,20 +71,20 @@ float EmulatedStageCompute::forward(int stage, int mb, const float*, const std::
 }
 
 void EmulatedStageCompute::backward(int stage, int mb, const float*, float*) {
-  wait_ms(costs_.B * scale_);
+  wait_ms(costs_.B * scale_, stage);
   CHIMERA_CHECK(live_.erase({stage, mb}) == 1, "backward of stage {} mb {} before forward", stage,
                 mb);
   live_bytes_ -= activation_bytes(stage);
 }
 
 void EmulatedStageCompute::backward_input(int stage, int mb, const float*, float*) {
-  wait_ms(costs_.I * scale_);
+  wait_ms(costs_.I * scale_, stage);
   CHIMERA_CHECK(live_.count({stage, mb}) == 1, "input-backward of stage {} mb {} before forward",
                 stage, mb);
 }
 
 void EmulatedStageCompute::backward_weight(int stage, int mb) {
-  wait_ms(costs_.W * scale_);
+  wait_ms(costs_.W * scale_, stage);
   CHIMERA_CHECK(live_.erase({stage, mb}) == 1, "weight-backward of stage {} mb {} before forward",
                 stage, mb);
   live_bytes_ -= activation_bytes(stage);

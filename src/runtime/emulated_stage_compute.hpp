@@ -21,6 +21,7 @@ struct EmulatedStage {
   int stage = 0;
   std::size_t grad_floats = 0;        // the stage's gradient buffer (without the tied embedding)
   std::int64_t activation_bytes = 0;  // kept per micro-batch between forward and backward
+  int blocks = 1;                     // transformer blocks: an op progresses MPI between them
 };
 
 class EmulatedStageCompute final : public StageCompute {
@@ -40,7 +41,8 @@ class EmulatedStageCompute final : public StageCompute {
   void reset_peak_activation_bytes() override { peak_bytes_ = live_bytes_; }
 
  private:
-  void wait_ms(double ms);
+  void wait_ms(double ms, int stage);
+  const EmulatedStage& held(int stage) const;
   std::int64_t activation_bytes(int stage) const;
 
   schedule::Costs costs_;  // F, B, I, W in milliseconds

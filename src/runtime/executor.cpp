@@ -221,7 +221,7 @@ struct Executor::Impl {
 Executor::Executor(const schedule::Schedule& sched, const schedule::Program& program, int worker,
                    StageCompute& compute, comm::Transport& transport)
     : impl_(std::make_unique<Impl>(sched, program, worker, compute, transport)) {
-  // An emulated op wakes up only for sums: a real op does not progress messages either.
+  // Ops progress the messages and sums between their blocks (StageCompute::set_progress).
   compute.set_progress([impl = impl_.get()] { return impl->transport.progress(); });
 }
 

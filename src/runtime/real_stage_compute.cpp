@@ -4,6 +4,26 @@
 
 namespace chimera::runtime {
 
+namespace {
+
+// The worker progresses this compute's messages between its blocks for the length of one op
+// (the worker also serves evaluation and sampling, which have messages of their own).
+class ProgressBetweenBlocks {
+ public:
+  ProgressBetweenBlocks(model::GPT2Worker& worker, std::function<void()> progress)
+      : worker_(worker) {
+    worker_.set_after_block(std::move(progress));
+  }
+  ~ProgressBetweenBlocks() { worker_.set_after_block({}); }
+  ProgressBetweenBlocks(const ProgressBetweenBlocks&) = delete;
+  ProgressBetweenBlocks& operator=(const ProgressBetweenBlocks&) = delete;
+
+ private:
+  model::GPT2Worker& worker_;
+};
+
+}  // namespace
+
 float RealStageCompute::forward(int stage, int mb, const float* in, const std::int32_t* tokens,
                                 const std::int32_t* targets, float* out, float loss_scale) {
   const auto n = static_cast<std::size_t>(worker_.dims().N());
@@ -12,22 +32,26 @@ float RealStageCompute::forward(int stage, int mb, const float* in, const std::i
   if (targets != nullptr) input.targets = {targets, n};
   input.activation = staging_.incoming(in);
   input.loss_scale = loss_scale;
+  const ProgressBetweenBlocks progressing(worker_, [this] { progress(); });
   const float loss = worker_.forward(stage, mb, input, staging_.outgoing(out));
   staging_.finish(out);
   return loss;
 }
 
 void RealStageCompute::backward(int stage, int mb, const float* grad_out, float* grad_in) {
+  const ProgressBetweenBlocks progressing(worker_, [this] { progress(); });
   worker_.backward(stage, mb, staging_.incoming(grad_out), staging_.outgoing(grad_in));
   staging_.finish(grad_in);
 }
 
 void RealStageCompute::backward_input(int stage, int mb, const float* grad_out, float* grad_in) {
+  const ProgressBetweenBlocks progressing(worker_, [this] { progress(); });
   worker_.backward_input(stage, mb, staging_.incoming(grad_out), staging_.outgoing(grad_in));
   staging_.finish(grad_in);
 }
 
 void RealStageCompute::backward_weight(int stage, int mb) {
+  const ProgressBetweenBlocks progressing(worker_, [this] { progress(); });
   worker_.backward_weight(stage, mb);
   staging_.finish(nullptr);
 }

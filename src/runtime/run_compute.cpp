@@ -175,7 +175,8 @@ std::unique_ptr<EmulatedStageCompute> make_emulated(const RunPlan& plan) {
     const model::StageShape shape{plan.partition.num_blocks(s), s == 0, s == last};
     held.push_back(EmulatedStage{s, layout.stage_floats(s),
                                  static_cast<std::int64_t>(model::activation_bytes_formula(
-                                     dims, shape, plan.config.parallel.recompute))});
+                                     dims, shape, plan.config.parallel.recompute)),
+                                 shape.num_blocks});
   }
   return std::make_unique<EmulatedStageCompute>(
       schedule::Costs::parse(plan.config.runtime.cost),

@@ -53,9 +53,10 @@ class StageCompute {
   virtual std::int64_t peak_activation_bytes() const = 0;
   virtual void reset_peak_activation_bytes() = 0;
 
-  // Called by implementations that wait (emulation) so that MPI keeps progressing meanwhile;
-  // returns whether an allreduce still needs this rank's progress (when none does, a wait need
-  // not poll).
+  // Progresses the run's messages and sums: called between the blocks of an op (a real stage
+  // after each transformer block, an emulated one at the same fractions of its time), since MPI
+  // moves a large message over TCP only inside MPI calls. Returns whether an allreduce still
+  // needs this rank's progress (when none does, an emulated wait need not poll).
   void set_progress(std::function<bool()> progress) { progress_ = std::move(progress); }
 
  protected:

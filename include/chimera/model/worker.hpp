@@ -16,6 +16,7 @@
 // worker's last backward of the iteration and before reading or reducing tied_grads().
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <span>
@@ -106,6 +107,10 @@ class GPT2Worker {
   // gradients later. Activations are freed after backward_weight.
   void backward_input(int stage, int mb, const float* grad_output, float* grad_input);
   void backward_weight(int stage, int mb);
+  // Called after each transformer block of a forward, backward or recompute (null: nothing).
+  // The runtime progresses its messages there: MPI moves a large message over TCP only inside
+  // MPI calls, so a stage computing for a whole op would hold its neighbours' messages.
+  void set_after_block(std::function<void()> hook) { after_block_ = std::move(hook); }
   // Frees a micro-batch's activations without a backward (evaluation).
   void release(int stage, int mb);
   // Logits (host) of rows [first_row, first_row + host_out.size() / V) of the B*T rows of a
@@ -164,6 +169,7 @@ class GPT2Worker {
   std::map<std::pair<int, int>, Slot> slots_;
   backend::DeviceBuffer workspace_;
   backend::DeviceBuffer head_scratch_;  // the head's chunk of logits and its other scratch
+  std::function<void()> after_block_;
 };
 
 }  // namespace chimera::model

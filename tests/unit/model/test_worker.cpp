@@ -127,6 +127,30 @@ TEST_F(Worker, FinalizeTiedGradsAddsTheEmbeddingPartOnce) {
   EXPECT_EQ(once, twice);  // ...once
 }
 
+TEST_F(Worker, TheHookRunsAfterEveryBlockOfEachPass) {
+  // The runtime progresses MPI there: a 3-block stage calls it 3 times per forward, backward,
+  // input and weight backward, and 3 more where recomputation reruns the forward.
+  for (const bool recompute : {false, true}) {
+    GPT2Worker w(*be_, config_, StagePartition({3}), {0}, {kB, kT, recompute});
+    w.init_parameters(5);
+    int calls = 0;
+    w.set_after_block([&calls] { ++calls; });
+    w.forward(0, 0, {ids_, nullptr, ids_, 1.0F}, nullptr);
+    EXPECT_EQ(calls, 3);
+    w.backward(0, 0, nullptr, nullptr);
+    EXPECT_EQ(calls, recompute ? 9 : 6);
+    w.forward(0, 1, {ids_, nullptr, ids_, 1.0F}, nullptr);
+    calls = 0;
+    w.backward_input(0, 1, nullptr, nullptr);
+    w.backward_weight(0, 1);
+    EXPECT_EQ(calls, recompute ? 9 : 6);
+    w.set_after_block({});
+    w.forward(0, 2, {ids_, nullptr, ids_, 1.0F}, nullptr);
+    EXPECT_EQ(calls, recompute ? 9 : 6);
+    w.release(0, 2);
+  }
+}
+
 TEST_F(Worker, TokensOutsideTheVocabularyAreInputErrors) {
   GPT2Worker w(*be_, config_, StagePartition({3}), {0}, {kB, kT, false});
   auto bad = ids_;

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <vector>
+
 #include "chimera/core/error.hpp"
 #include "chimera/core/timer.hpp"
 #include "emulated_stage_compute.hpp"  // src/runtime: internal to the runtime
@@ -35,6 +37,27 @@ TEST(EmulatedStageCompute, WaitsTheCostAndTracksActivations) {
   EXPECT_EQ(g[0].stage, -1);
   EXPECT_EQ(g[0].count, 50U);
   EXPECT_EQ(g[2].count, 20U);
+}
+
+TEST(EmulatedStageCompute, AnOpProgressesAtItsBlockBoundariesAsARealStageDoes) {
+  // With nothing outstanding the op sleeps from boundary to boundary: a 4-block stage polls at
+  // its start and after each of its first three blocks (the end is the executor's), a 1-block
+  // stage only at its start.
+  const schedule::Costs costs = schedule::Costs::forward_backward(20.0, 20.0);
+  EmulatedStageCompute c(costs, 1.0, 16, {{0, 10, 100, 4}, {1, 10, 100, 1}}, 0, false);
+  std::vector<double> polls;
+  Stopwatch sw;
+  c.set_progress([&] {
+    polls.push_back(sw.ms());
+    return false;
+  });
+  c.forward(0, 0, nullptr, nullptr, nullptr, nullptr, 1.0F);
+  ASSERT_EQ(polls.size(), 4U);
+  for (std::size_t i = 1; i < polls.size(); ++i) EXPECT_GE(polls[i], 5.0 * i - 0.5);
+  EXPECT_GE(sw.ms(), 19.0);
+  polls.clear();
+  c.forward(1, 0, nullptr, nullptr, nullptr, nullptr, 1.0F);
+  EXPECT_EQ(polls.size(), 1U);
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "chimera/comm/doorbell.hpp"
+#include "chimera/comm/eager_over_tcp.hpp"
 #include "chimera/comm/peer_probe.hpp"
 #include "chimera/comm/rank_hosts.hpp"
 #include "chimera/core/log.hpp"
@@ -27,7 +28,9 @@ void fail_mpi(const char* file, int line, const char* call, int code) {
 MpiSession::MpiSession(int* argc, char*** argv) {
   int initialized = 0;
   MPI_Initialized(&initialized);
+  std::string transport_note;
   if (initialized == 0) {
+    transport_note = send_eagerly_over_tcp();
     int provided = 0;
     MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided);
     owns_ = true;
@@ -39,6 +42,7 @@ MpiSession::MpiSession(int* argc, char*** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
   MPI_Comm_size(MPI_COMM_WORLD, &size_);
   log::set_rank(rank_, size_);
+  if (rank_ == 0 && !transport_note.empty()) log::info("{}", transport_note);
 }
 
 MpiSession::~MpiSession() {

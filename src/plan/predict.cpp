@@ -201,6 +201,7 @@ Prediction Predictor::operator()(const Layout& l) {
   costs.beta = net.beta_ms_per_byte;
   costs.binomial_allreduce = net.binomial_allreduce;
   costs.rendezvous_bytes = net.rendezvous_bytes;
+  costs.layers = shape_.num_blocks();
   costs.ranks_per_host = net.ranks_per_host;
   costs.host_alpha = net.host_alpha_ms;
   costs.host_beta = net.host_beta_ms_per_byte;

@@ -242,6 +242,7 @@ void require_costs(const Costs& c) {
                     v);
   }
   CHIMERA_REQUIRE(c.data_parallel >= 1, "data_parallel = {} must be >= 1", c.data_parallel);
+  CHIMERA_REQUIRE(c.layers >= 0, "cost layers = {} must be >= 0", c.layers);
   CHIMERA_REQUIRE(c.rendezvous_bytes >= 0, "cost rendezvous_bytes = {} must be >= 0",
                   c.rendezvous_bytes);
   CHIMERA_REQUIRE(std::isfinite(c.host_alpha) && c.host_alpha >= 0 && std::isfinite(c.host_beta) &&
@@ -298,6 +299,68 @@ double allreduce_time(int r, double bytes, const Costs& c) {
   return 2 * std::log2(static_cast<double>(r)) * c.alpha + 2.0 * (r - 1) / r * c.beta * bytes;
 }
 
+// Books `length` on every link of `links` at the first time from `ready` on at which all are free
+// for it; returns that time.
+double book_together(const std::vector<LinkBookings*>& links, double ready, double length) {
+  double t = ready;
+  for (bool moved = true; moved;) {
+    moved = false;
+    for (const LinkBookings* link : links) {
+      const double free = link->first_free(t, length);
+      if (free != t) {
+        t = free;
+        moved = true;
+      }
+    }
+  }
+  for (LinkBookings* link : links) link->book(t, length);
+  return t;
+}
+
+// libnbc's binomial allreduce over ranks 0..p-1 (its in-place MPI_Iallreduce; root 0), with
+// each message of the whole buffer on its sender's outgoing and its receivers' incoming links
+// (the two directions of a link carry traffic at once), or through memory where both ranks
+// share a host. The reduce: in round k (1, 2, ...) rank i + 2^(k-1) sends its partial sum to
+// rank i for every multiple i of 2^k, each rank receiving its rounds in turn. The broadcast: a
+// rank that has the sum sends it to all its children v + 2^r (2^r > v) at once, which share its
+// link and are in together. `host_of[i]`: rank i's host; every rank starts at `ready`. Returns
+// when the last rank has the sum.
+double binomial_allreduce_end(const std::vector<int>& host_of, double ready, double bytes,
+                              const Costs& c, std::vector<LinkBookings>& out,
+                              std::vector<LinkBookings>& in) {
+  const int p = static_cast<int>(host_of.size());
+  const double on_host = c.host_alpha + c.host_beta * bytes, on_link = c.beta * bytes;
+  std::vector<double> has(static_cast<std::size_t>(p), ready);
+  for (int k = 1; (1 << (k - 1)) < p; ++k) {
+    for (int i = 0; i + (1 << (k - 1)) < p; i += 1 << k) {
+      const int from = i + (1 << (k - 1));
+      const double start = std::max(has[from], has[i]);
+      const int a = host_of[from], b = host_of[i];
+      has[i] = a == b ? start + on_host : cross_links(out[a], in[b], start, on_link) + c.alpha;
+    }
+  }
+  // Parents come before their children in rank order.
+  for (int v = 0; v < p; ++v) {
+    std::vector<int> remote;
+    for (int step = 1; v + step < p; step <<= 1) {
+      if (step <= v) continue;
+      const int child = v + step;
+      if (host_of[child] == host_of[v]) {
+        has[child] = has[v] + on_host;
+      } else {
+        remote.push_back(child);
+      }
+    }
+    if (remote.empty()) continue;
+    std::vector<LinkBookings*> links{&out[host_of[v]]};
+    for (const int child : remote) links.push_back(&in[host_of[child]]);
+    const double length = on_link * static_cast<double>(remote.size());
+    const double end = book_together(links, has[v], length) + length + c.alpha;
+    for (const int child : remote) has[child] = end;
+  }
+  return *std::max_element(has.begin(), has.end());
+}
+
 // The runtime's ring (comm::ShardedSum), whatever the MPI: r - 1 steps of one shard each.
 double reduce_scatter_time(int r, double bytes, const Costs& c) {
   if (r <= 1) return 0;
@@ -348,14 +411,22 @@ SimResult Simulator::run(const Costs& costs) const {
   // Each op's span, and how many of each worker's ops (its first ones) are priced so far.
   std::vector<double> start(n), end(n);
   std::vector<int> priced(static_cast<std::size_t>(G.workers), 0);
-  // The first moment from `t` on at which worker `w` is not inside an op priced so far (a rank
-  // inside an op makes no MPI progress).
-  const auto out_of_ops = [&](int w, double t) {
+  // An op's progress points: after each of its blocks (Costs::layers), evenly over its span.
+  const int points = std::max(1, costs.layers / std::max(1, G.stages));
+  const auto next_point = [points](double op_start, double op_end, double t) {
+    if (t >= op_end) return t;
+    const double spacing = (op_end - op_start) / points;
+    const double k = std::ceil((t - op_start) / spacing - 1e-9);
+    return std::min(op_end, op_start + std::max(1.0, k) * spacing);
+  };
+  // The first moment from `t` on at which worker `w` makes an MPI call: t itself outside the ops
+  // priced so far, else the next progress point of the op it is in.
+  const auto next_progress = [&](int w, double t) {
     const auto first = start.begin() + G.offset[w];
     const auto it = std::upper_bound(first, first + priced[static_cast<std::size_t>(w)], t);
     if (it == first) return t;
-    const double op_end = end[static_cast<std::size_t>(std::prev(it) - start.begin())];
-    return t < op_end ? op_end : t;
+    const auto op = static_cast<std::size_t>(std::prev(it) - start.begin());
+    return next_point(start[op], end[op], t);
   };
   // When a message ready at `ready` (sent and its receive posted) is in at worker `to`, which
   // waits for it from `waiting`.
@@ -367,13 +438,13 @@ SimResult Simulator::run(const Costs& costs) const {
     if (from == host(to)) return ready + costs.host_alpha + costs.host_beta * bytes;
     double moves = ready;
     if (bytes > costs.rendezvous_bytes) {
-      // The receiver answers the request at its wait, or where the op it computes ends ...
-      const double answered = ready >= waiting ? ready : out_of_ops(to, ready);
-      // ... and the sender sees the answer after the op it started when it posted the send.
+      // The receiver answers the request at its wait, or at a progress point of its op ...
+      const double answered = ready >= waiting ? ready : next_progress(to, ready);
+      // ... and the sender sees the answer at a progress point of the op it started when it
+      // posted the send.
       moves = answered;
       if (const int op = G.op_after_send[message]; op >= 0) {
-        const double busy_until = sent + G.work[op] * op_cost(G.kind[op]);
-        if (answered < busy_until) moves = busy_until;
+        moves = next_point(sent, sent + G.work[op] * op_cost(G.kind[op]), answered);
       }
     }
     return cross_links(link_out[from], link_in[host(to)], moves, costs.beta * bytes) + costs.alpha;
@@ -503,7 +574,37 @@ SimResult Simulator::run(const Costs& costs) const {
       by_ready.begin(), by_ready.end(),
       [](const StageAllreduce* a, const StageAllreduce* b) { return a->ready < b->ready; });
   r.iteration_time = r.makespan;
+  // The binomial sums, message by message on the links of every replica's hosts (replica j's
+  // ranks are j * D + worker, so its hosts are j * hosts + host(worker)), which carry that
+  // replica's pipeline messages as well: replica 0's bookings, repeated.
+  const bool tree = costs.binomial_allreduce && !G.sharded;
+  std::vector<LinkBookings> replica_out, replica_in;
+  if (tree) {
+    for (int j = 0; j < costs.data_parallel; ++j) {
+      replica_out.insert(replica_out.end(), link_out.begin(), link_out.end());
+      replica_in.insert(replica_in.end(), link_in.begin(), link_in.end());
+    }
+  }
   for (StageAllreduce* a : by_ready) {
+    if (tree) {
+      // The sum's communicator orders its ranks by world rank: replica-major, then worker.
+      std::vector<int> workers = a->holders;
+      std::sort(workers.begin(), workers.end());
+      std::vector<int> host_of;
+      for (int j = 0; j < costs.data_parallel; ++j) {
+        for (const int w : workers) host_of.push_back(j * hosts + host(w));
+      }
+      a->start = a->ready;
+      a->end = host_of.size() <= 1 ? a->start
+                                   : binomial_allreduce_end(host_of, a->start, bytes_of(*a), costs,
+                                                            replica_out, replica_in);
+      const double duration = a->end - a->start;
+      a->hidden = std::clamp(r.makespan - a->start, 0.0, duration);
+      r.allreduce_total += duration;
+      r.allreduce_hidden += a->hidden;
+      r.iteration_time = std::max(r.iteration_time, a->end);
+      continue;
+    }
     a->start = a->ready;
     for (int w : a->holders) a->start = std::max(a->start, link_free[host(w)]);
     const bool one_host = within_one_host(*a);

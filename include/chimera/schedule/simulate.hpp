@@ -65,12 +65,16 @@ struct Costs {
   double host_beta = 0.0;
   // Messages between hosts larger than this go by a rendezvous that needs the sender's CPU to
   // move the bytes (MPI over TCP: Open MPI's UCX and ob1 alike). MPI progresses only inside MPI
-  // calls, and a rank computing an op makes none: such a message starts moving once the receiver
-  // has answered the sender's request (at its wait, or at the end of the op it was computing)
-  // and the sender has seen the answer (at the end of the op it started after the send).
-  // Infinity (the default): every message moves without the sender, as on RDMA networks, where
-  // the receiver reads it.
+  // calls, which a computing rank makes at its op's progress points (below): such a message
+  // starts moving once the receiver has answered the sender's request (at its wait, or at the
+  // next progress point of the op it was computing) and the sender has seen the answer (at the
+  // next progress point of the op it started after the send). Infinity (the default): every
+  // message moves without the sender, as on RDMA networks, where the receiver reads it.
   double rendezvous_bytes = std::numeric_limits<double>::infinity();
+  // Transformer blocks of the model. An op progresses MPI after each of its blocks (the runtime's
+  // stages do, StageCompute::set_progress): layers / stages points, evenly spaced, the last at
+  // the op's end. 0: at the op's end only.
+  int layers = 0;
 
   // F and B with the split backward I = W = B/2.
   static Costs forward_backward(double f, double b);

@@ -305,6 +305,68 @@ TEST(Simulate, ARendezvousWaitsForTheReceiverToLeaveItsOp) {
   EXPECT_DOUBLE_EQ(r.timeline[0][4].start, 17);
 }
 
+TEST(Simulate, ARendezvousMovesAtTheNextBlockOfTheOpsOnEitherSide) {
+  // The two cases above with 8 layers: 4 blocks per stage, so every op makes an MPI call after
+  // each quarter of it. GPipe: F0's activation moves once worker 0 is a quarter into F1 (1.25,
+  // in at 4.25), F1's after it on the link (4.25 to 7.25).
+  Costs c = Costs::forward_backward(1, 1);
+  c.beta = 1;
+  c.activation_bytes = 3;
+  c.rendezvous_bytes = 2;
+  c.layers = 8;
+  SimResult r = simulate(make_schedule(request("gpipe", 2, 2)), c);
+  EXPECT_DOUBLE_EQ(r.timeline[1][0].start, 4.25);
+  EXPECT_DOUBLE_EQ(r.timeline[1][1].start, 7.25);
+  // 1F1B: worker 0 answers B1's gradient half-way through F2 (2 blocks per stage: 13.5), so it
+  // is in at 16.5 instead of F2's end plus 3.
+  c = Costs::forward_backward(1, 4);
+  c.beta = 1;
+  c.activation_bytes = 0;
+  c.gradient_bytes = 3;
+  c.rendezvous_bytes = 2;
+  c.layers = 4;
+  r = simulate(make_schedule(request("1f1b", 2, 3)), c);
+  EXPECT_DOUBLE_EQ(r.timeline[0][4].start, 16.5);
+}
+
+TEST(Simulate, ABinomialSumIsLibnbcsTreeOnBothDirectionsOfTheLinks) {
+  // GPipe D=1 over W replicas, one rank per host, F = B = 1: the stage's gradient is ready at 2
+  // and each message of it takes beta L = 10. libnbc's in-place allreduce: a binomial reduce to
+  // rank 0, then rank 0 sends to its children at once. W = 2: 10 up, 10 down. W = 4: two rounds
+  // up (20), then rank 0's two sends share its link (20) before rank 1 sends on (10): 5 beta L.
+  Costs c = Costs::forward_backward(1, 1);
+  c.beta = 1;
+  c.stage_grad_bytes = 10;
+  c.binomial_allreduce = true;
+  const Schedule s = make_schedule(request("gpipe", 1, 1));
+  c.data_parallel = 2;
+  EXPECT_DOUBLE_EQ(simulate(s, c).iteration_time, 2 + 20);
+  c.data_parallel = 4;
+  EXPECT_DOUBLE_EQ(simulate(s, c).iteration_time, 2 + 50);
+  // Three replicas: the reduce 1 -> 0, then 2 -> 0; the broadcast 0 -> 1 and 0 -> 2 at once.
+  c.data_parallel = 3;
+  EXPECT_DOUBLE_EQ(simulate(s, c).iteration_time, 2 + 40);
+}
+
+TEST(Simulate, TwoBinomialSumsOfOneRootOverlapItsReduceAndBroadcast) {
+  // 1F1B D=2 N=1 W=2, both workers on one host: stage 1's sum is ready at 3, stage 0's at 4, and
+  // the two ranks 0 of the stages' communicators share host 0. Each message takes 10. Stage 1:
+  // up 3 to 13, down 13 to 23. Stage 0's reduce comes into host 0 after stage 1's (13 to 23),
+  // while stage 1's broadcast leaves it, then goes down 23 to 33: 3 messages' time, not 4.
+  Costs c = Costs::forward_backward(1, 1);
+  c.beta = 1;
+  c.stage_grad_bytes = 10;
+  c.binomial_allreduce = true;
+  c.data_parallel = 2;
+  c.ranks_per_host = 2;
+  const SimResult r = simulate(make_schedule(request("1f1b", 2, 1)), c);
+  ASSERT_DOUBLE_EQ(r.allreduce[1].ready, 3);
+  ASSERT_DOUBLE_EQ(r.allreduce[0].ready, 4);
+  EXPECT_DOUBLE_EQ(r.allreduce[1].end, 23);
+  EXPECT_DOUBLE_EQ(r.allreduce[0].end, 33);
+  EXPECT_DOUBLE_EQ(r.iteration_time, 33);
+}
+
 TEST(Simulate, TheSumsOfAHostsRanksShareItsLink) {
   // 1F1B D=2 N=2 W=2, F=B=1: stage 1's gradient is ready at 5 (worker 1), stage 0's at 6 (worker
   // 0); each sum over two replicas takes beta L = 10. On hosts of their own both run at once;

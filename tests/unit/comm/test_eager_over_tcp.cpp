@@ -4,22 +4,16 @@
 
 #include <filesystem>
 #include <fstream>
-#include <map>
 #include <string>
 
 #include "chimera/comm/eager_over_tcp.hpp"
+#include "fake_env.hpp"
 
 namespace chimera::comm {
 namespace {
 
-using Env = std::map<std::string, std::string>;
-
-EnvLookup lookup(const Env& env) {
-  return [&env](const char* name) -> const char* {
-    const auto it = env.find(name);
-    return it == env.end() ? nullptr : it->second.c_str();
-  };
-}
+using testing::Env;
+using testing::lookup;
 
 class EagerOverTcp : public ::testing::Test {
  protected:

@@ -2,23 +2,17 @@
 // SLURM_LOCALID is trusted, and malformed values.
 #include <gtest/gtest.h>
 
-#include <map>
 #include <string>
 
 #include "chimera/comm/local_rank.hpp"
 #include "chimera/core/error.hpp"
+#include "fake_env.hpp"
 
 namespace chimera::comm {
 namespace {
 
-using Env = std::map<std::string, std::string>;
-
-EnvLookup lookup(const Env& env) {
-  return [&env](const char* name) -> const char* {
-    const auto it = env.find(name);
-    return it == env.end() ? nullptr : it->second.c_str();
-  };
-}
+using testing::Env;
+using testing::lookup;
 
 std::string source_of(const Env& env) {
   const auto r = launcher_local_rank(lookup(env));

@@ -23,14 +23,14 @@ void EmulatedStageCompute::wait_ms(double ms, int stage) {
   // A real op progresses messages between its blocks (RealStageCompute): so does this one, at
   // the same fractions of its time.
   const int blocks = std::max(1, held(stage).blocks);
+  const auto boundary_time = [&](int j) { return begin + ms * 1e-3 * j / blocks; };
   int boundary = 1;
   while (true) {
     const bool pending = progress();
     const double now = now_seconds();
     const double left = deadline - now;
-    while (boundary < blocks && begin + ms * 1e-3 * boundary / blocks <= now) ++boundary;
-    const double to_boundary =
-        boundary < blocks ? begin + ms * 1e-3 * boundary / blocks - now : left;
+    while (boundary < blocks && boundary_time(boundary) <= now) ++boundary;
+    const double to_boundary = boundary < blocks ? boundary_time(boundary) - now : left;
     // While an allreduce runs, wake every 0.5 ms to progress it (as a GPU run's host thread
     // would); otherwise sleep to the next block boundary or the end of the op, so that dozens of
     // emulated ranks leave the cores to the ranks that have work.

@@ -1,10 +1,12 @@
 #include "chimera/schedule/simulate.hpp"
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cmath>
 #include <limits>
 #include <map>
+#include <span>
 #include <tuple>
 
 #include "chimera/core/error.hpp"
@@ -276,32 +278,9 @@ class LinkBookings {
   std::vector<std::pair<double, double>> busy_;
 };
 
-// When a message of `length` link time, ready at `ready`, is through both links: the first time
-// both are free for it, found by moving to the later of the two until they agree.
-double cross_links(LinkBookings& out, LinkBookings& in, double ready, double length) {
-  double t = ready;
-  for (;;) {
-    const double a = out.first_free(t, length);
-    t = in.first_free(a, length);
-    if (t == a) break;
-  }
-  out.book(t, length);
-  in.book(t, length);
-  return t + length;
-}
-
-// The allreduce over r ranks of L bytes: Rabenseifner's (reduce-scatter + allgather), or a
-// binomial reduce and broadcast of the whole buffer (Costs::binomial_allreduce).
-double allreduce_time(int r, double bytes, const Costs& c) {
-  if (r <= 1) return 0;
-  if (c.binomial_allreduce)
-    return 2 * std::ceil(std::log2(static_cast<double>(r))) * (c.alpha + c.beta * bytes);
-  return 2 * std::log2(static_cast<double>(r)) * c.alpha + 2.0 * (r - 1) / r * c.beta * bytes;
-}
-
 // Books `length` on every link of `links` at the first time from `ready` on at which all are free
 // for it; returns that time.
-double book_together(const std::vector<LinkBookings*>& links, double ready, double length) {
+double book_together(std::span<LinkBookings* const> links, double ready, double length) {
   double t = ready;
   for (bool moved = true; moved;) {
     moved = false;
@@ -317,6 +296,22 @@ double book_together(const std::vector<LinkBookings*>& links, double ready, doub
   return t;
 }
 
+// When a message of `length` link time, ready at `ready`, is through both links: the first time
+// both are free for it, found by moving to the later of the two until they agree.
+double cross_links(LinkBookings& out, LinkBookings& in, double ready, double length) {
+  const std::array<LinkBookings*, 2> links{&out, &in};
+  return book_together(links, ready, length) + length;
+}
+
+// The allreduce over r ranks of L bytes: Rabenseifner's (reduce-scatter + allgather), or a
+// binomial reduce and broadcast of the whole buffer (Costs::binomial_allreduce).
+double allreduce_time(int r, double bytes, const Costs& c) {
+  if (r <= 1) return 0;
+  if (c.binomial_allreduce)
+    return 2 * std::ceil(std::log2(static_cast<double>(r))) * (c.alpha + c.beta * bytes);
+  return 2 * std::log2(static_cast<double>(r)) * c.alpha + 2.0 * (r - 1) / r * c.beta * bytes;
+}
+
 // libnbc's binomial allreduce over ranks 0..p-1 (its in-place MPI_Iallreduce; root 0), with
 // each message of the whole buffer on its sender's outgoing and its receivers' incoming links
 // (the two directions of a link carry traffic at once), or through memory where both ranks
@@ -324,11 +319,12 @@ double book_together(const std::vector<LinkBookings*>& links, double ready, doub
 // rank i for every multiple i of 2^k, each rank receiving its rounds in turn. The broadcast: a
 // rank that has the sum sends it to all its children v + 2^r (2^r > v) at once, which share its
 // link and are in together. `host_of[i]`: rank i's host; every rank starts at `ready`. Returns
-// when the last rank has the sum.
+// when the last rank has the sum (`ready` for one rank or none).
 double binomial_allreduce_end(const std::vector<int>& host_of, double ready, double bytes,
                               const Costs& c, std::vector<LinkBookings>& out,
                               std::vector<LinkBookings>& in) {
   const int p = static_cast<int>(host_of.size());
+  if (p <= 1) return ready;
   const double on_host = c.host_alpha + c.host_beta * bytes, on_link = c.beta * bytes;
   std::vector<double> has(static_cast<std::size_t>(p), ready);
   for (int k = 1; (1 << (k - 1)) < p; ++k) {
@@ -586,6 +582,7 @@ SimResult Simulator::run(const Costs& costs) const {
     }
   }
   for (StageAllreduce* a : by_ready) {
+    a->start = a->ready;
     if (tree) {
       // The sum's communicator orders its ranks by world rank: replica-major, then worker.
       std::vector<int> workers = a->holders;
@@ -594,29 +591,21 @@ SimResult Simulator::run(const Costs& costs) const {
       for (int j = 0; j < costs.data_parallel; ++j) {
         for (const int w : workers) host_of.push_back(j * hosts + host(w));
       }
-      a->start = a->ready;
-      a->end = host_of.size() <= 1 ? a->start
-                                   : binomial_allreduce_end(host_of, a->start, bytes_of(*a), costs,
-                                                            replica_out, replica_in);
-      const double duration = a->end - a->start;
-      a->hidden = std::clamp(r.makespan - a->start, 0.0, duration);
-      r.allreduce_total += duration;
-      r.allreduce_hidden += a->hidden;
-      r.iteration_time = std::max(r.iteration_time, a->end);
-      continue;
+      a->end =
+          binomial_allreduce_end(host_of, a->start, bytes_of(*a), costs, replica_out, replica_in);
+    } else {
+      for (int w : a->holders) a->start = std::max(a->start, link_free[host(w)]);
+      const bool one_host = within_one_host(*a);
+      const Costs& net = one_host ? on_host : costs;
+      const double bytes = bytes_of(*a);
+      a->end = a->start + (a->holders.empty() ? 0.0
+                           : G.sharded        ? reduce_scatter_time(a->replicas, bytes, net)
+                                              : allreduce_time(a->replicas, bytes, net));
+      for (int w : a->holders) {
+        if (!one_host) link_free[host(w)] = a->end;
+      }
     }
-    a->start = a->ready;
-    for (int w : a->holders) a->start = std::max(a->start, link_free[host(w)]);
-    const bool one_host = within_one_host(*a);
-    const Costs& net = one_host ? on_host : costs;
-    const double bytes = bytes_of(*a);
-    const double duration = a->holders.empty() ? 0.0
-                            : G.sharded        ? reduce_scatter_time(a->replicas, bytes, net)
-                                               : allreduce_time(a->replicas, bytes, net);
-    a->end = a->start + duration;
-    for (int w : a->holders) {
-      if (!one_host) link_free[host(w)] = a->end;
-    }
+    const double duration = a->end - a->start;
     a->hidden = std::clamp(r.makespan - a->start, 0.0, duration);
     r.allreduce_total += duration;
     r.allreduce_hidden += a->hidden;

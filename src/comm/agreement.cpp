@@ -20,7 +20,11 @@ std::string broadcast(MPI_Comm comm, const std::string& text, int root) {
   return rank == root ? text : std::string(chars.begin(), chars.end());
 }
 
-void all_or_none(MPI_Comm comm, const std::function<void()>& step) {
+namespace {
+
+// all_or_none's agreement: blocking without a policy, else a watched wait.
+void agree(MPI_Comm comm, const std::function<void()>& step, const WaitPolicy* policy,
+           const WaitLabel& label) {
   int rank = 0;
   MPI_CHECK(MPI_Comm_rank(comm, &rank));
   std::string message;
@@ -34,12 +38,29 @@ void all_or_none(MPI_Comm comm, const std::function<void()>& step) {
     status = exit_status(e);
   }
   int first_failed = status != 0 ? rank : INT_MAX;
-  MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &first_failed, 1, MPI_INT, MPI_MIN, comm));
+  if (policy == nullptr) {
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &first_failed, 1, MPI_INT, MPI_MIN, comm));
+  } else {
+    MPI_Request request = MPI_REQUEST_NULL;
+    MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, &first_failed, 1, MPI_INT, MPI_MIN, comm, &request));
+    wait(request, *policy, nullptr, nullptr, nullptr, label);
+  }
   if (first_failed == INT_MAX) return;
 
-  // The first failing rank's status and message, to everyone.
+  // The first failing rank's status and message, to everyone (every rank is here by now).
   MPI_CHECK(MPI_Bcast(&status, 1, MPI_INT, first_failed, comm));
   throw AgreedError(broadcast(comm, message, first_failed), status, first_failed);
+}
+
+}  // namespace
+
+void all_or_none(MPI_Comm comm, const std::function<void()>& step) {
+  agree(comm, step, nullptr, {});
+}
+
+void all_or_none(MPI_Comm comm, const std::function<void()>& step, const WaitPolicy& policy,
+                 const WaitLabel& label) {
+  agree(comm, step, &policy, label);
 }
 
 std::optional<Difference> first_difference(MPI_Comm comm, const std::string& value) {

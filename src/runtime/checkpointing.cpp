@@ -13,6 +13,7 @@
 #include "chimera/core/error.hpp"
 #include "chimera/core/log.hpp"
 #include "chimera/core/timer.hpp"
+#include "step_watchdog.hpp"
 
 namespace chimera::runtime {
 
@@ -70,21 +71,32 @@ std::unique_ptr<comm::Deadline> Checkpointing::enter_collective_phase(const char
                                                                       std::int64_t step) const {
   const double limit_s = policy_.watchdog_limit_s();
   if (limit_s <= 0.0) return nullptr;
-  // The barrier names a peer that is gone (its probes go unanswered) the way a step's waits do;
-  // the deadline covers a peer lost in what follows that no wait watches: the ranks outside the
-  // save's communicator sit in all_or_none's agreement meanwhile.
+  // The barrier names a peer that is gone (its probes go unanswered) the way a step's waits do,
+  // and so do the phase's collectives and its agreement (agree_in_phase); the deadline covers
+  // what no wait watches (the file system, parallel HDF5). Like a step's bound it runs
+  // StepWatchdog::kStepBoundFactor times the waits' limit, so that a watched wait inside the
+  // phase, which names the peer it waited for, ends the job first.
   comm::barrier(world_, policy_, [this, phase, step] {
     return fmt::format("the barrier before {} of step {}{}", phase, step,
                        comm::describe_silent_peers(world_));
   });
+  const double bound_s = StepWatchdog::kStepBoundFactor * limit_s;
   return std::make_unique<comm::Deadline>(
-      limit_s, [phase, target = directory_.path_for_step(step), limit_s] {
+      bound_s, [phase, target = directory_.path_for_step(step), bound_s] {
         return fmt::format(
-            "watchdog: {} {} has not finished after {:.0f} s (runtime.watchdog_s): a host or "
-            "link of the job{} is lost, or a rank is stuck: ending the job with status 1 "
+            "watchdog: {} {} has not finished after {:.1f} s ({} x runtime.watchdog_s): a host "
+            "or link of the job{} is lost, or a rank is stuck: ending the job with status 1 "
             "(internal/system failure); the previous checkpoints are intact",
-            phase, target, limit_s, comm::job_hosts());
+            phase, target, bound_s, StepWatchdog::kStepBoundFactor, comm::job_hosts());
       });
+}
+
+void Checkpointing::agree_in_phase(const char* phase, std::int64_t step,
+                                   const std::function<void()>& work) const {
+  comm::all_or_none(world_, work, policy_, [this, phase, step] {
+    return fmt::format("the agreement after {} of step {}{}", phase, step,
+                       comm::describe_silent_peers(world_));
+  });
 }
 
 struct Checkpointing::InFlight {
@@ -129,8 +141,9 @@ bool Checkpointing::save(TrainState& state, const io::CheckpointMeta& meta, bool
   f->deadline = save_deadline(directory_, meta.step, config_.checkpoint.save_timeout_s);
   const Stopwatch blocked;
   try {
-    const auto bound = enter_collective_phase("creating the checkpoint file", meta.step);
-    comm::all_or_none(world_, [&] {
+    const char* phase = "creating the checkpoint file";
+    const auto bound = enter_collective_phase(phase, meta.step);
+    agree_in_phase(phase, meta.step, [&] {
       hang_hook_.maybe_hang(rank_, meta.step, true);
       if (f->comm == MPI_COMM_NULL) return;
       f->snapshot = std::move(spare_snapshot_);
@@ -183,8 +196,9 @@ bool Checkpointing::finish_in_flight() {
   std::string path;
   const Stopwatch naming;
   try {
-    const auto bound = enter_collective_phase("naming the checkpoint file", f->step);
-    comm::all_or_none(world_, [&] {
+    const char* phase = "naming the checkpoint file";
+    const auto bound = enter_collective_phase(phase, f->step);
+    agree_in_phase(phase, f->step, [&] {
       if (f->comm != MPI_COMM_NULL) path = directory_.finish_save(f->comm, f->started, written);
     });
   } catch (const comm::AgreedError& e) {

@@ -4,6 +4,7 @@
 #include <mpi.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 
 #include "chimera/comm/agreement.hpp"
@@ -80,6 +81,10 @@ class Checkpointing {
   // the bound on the phase (null when the watchdog is off).
   std::unique_ptr<comm::Deadline> enter_collective_phase(const char* phase,
                                                          std::int64_t step) const;
+  // Runs `work` on every rank of the phase and agrees on its outcome in a watched wait
+  // (comm::all_or_none with the wait policy).
+  void agree_in_phase(const char* phase, std::int64_t step,
+                      const std::function<void()>& work) const;
   struct InFlight;
   bool save_now(TrainState& state, const io::CheckpointMeta& meta, bool last);
   bool finish_in_flight();

@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 
+#include "chimera/comm/mpi.hpp"
 #include "chimera/core/error.hpp"
 
 namespace chimera::comm {
@@ -27,6 +28,12 @@ class AgreedError : public Error {
 };
 
 void all_or_none(MPI_Comm comm, const std::function<void()>& step);
+// The same with the agreement awaited as a wait (comm::wait): watched by the watchdog, which
+// names `label`, and answering the probes of a peer stuck elsewhere. For steps a lost host can
+// interrupt mid-run (a checkpoint's collective phases), where a blocking agreement would hold
+// the survivors without saying whom they wait for.
+void all_or_none(MPI_Comm comm, const std::function<void()>& step, const WaitPolicy& policy,
+                 const WaitLabel& label);
 
 // `text` on every rank as `root` holds it. Collective over `comm`.
 std::string broadcast(MPI_Comm comm, const std::string& text, int root);

@@ -34,6 +34,27 @@ TEST(AllOrNone, EveryRankLearnsTheFirstFailure) {
   EXPECT_EQ(message, "dataset 'x.h5' not found on rank " + std::to_string(last));
 }
 
+// The watched agreement (a checkpoint's phases) agrees the same way, its wait labelled.
+TEST(AllOrNone, AWatchedAgreementLearnsTheFirstFailureToo) {
+  const int last = world_size() - 1;
+  const WaitPolicy policy;
+  int failed = -1;
+  std::string message;
+  EXPECT_NO_THROW(all_or_none(
+      MPI_COMM_WORLD, [] {}, policy, [] { return "the agreement"; }));
+  try {
+    all_or_none(
+        MPI_COMM_WORLD,
+        [&] { CHIMERA_REQUIRE(world_rank() != last, "no space on rank {}", world_rank()); }, policy,
+        [] { return "the agreement"; });
+  } catch (const AgreedError& e) {
+    failed = e.failed_rank();
+    message = e.what();
+  }
+  EXPECT_EQ(failed, last);
+  EXPECT_EQ(message, "no space on rank " + std::to_string(last));
+}
+
 TEST(AllOrNone, InternalErrorsKeepStatusOne) {
   int status = 0;
   try {

@@ -239,11 +239,15 @@ int run_bench_model(const BenchModelOptions& opt) {
   const double steps = opt.steps;
   const double step_s = (forward_s + backward_s + optimizer_s) / steps;
   // GEMM FLOPs of a training step (3x the forward's): per token 72 C^2 + 12 T C per block and
-  // 6 C V for the head; for the whole model 72 L C^2 + 12 L T C + 6 C V (nanoGPT's count).
+  // 6 C V for the head; for the whole model 72 L C^2 + 12 L T C + 6 C V (nanoGPT's count), with
+  // the attention's 12 T C scaled to the score products the backend computes (a CPU skips the
+  // masked blocks).
   const double N = static_cast<double>(d.N()), C = static_cast<double>(d.C);
-  const double flops = 3.0 * N *
-                       (blocks * (24.0 * C * C + 4.0 * static_cast<double>(d.T) * C) +
-                        (last ? 2.0 * C * static_cast<double>(d.V) : 0.0));
+  const double attention =
+      4.0 * static_cast<double>(d.T) * C * device->attention_products_share(d.T);
+  const double flops =
+      3.0 * N *
+      (blocks * (24.0 * C * C + attention) + (last ? 2.0 * C * static_cast<double>(d.V) : 0.0));
   const double model_gflops = flops / step_s / 1e9;
 
   const std::size_t param_bytes =

@@ -96,6 +96,9 @@ class ProfilingBackend final : public backend::Backend {
     inner_.register_weights(data, n);
   }
   double conversion_seconds() const override { return inner_.conversion_seconds(); }
+  double attention_products_share(backend::Index T) const override {
+    return inner_.attention_products_share(T);
+  }
   bool host_memory() const override { return inner_.host_memory(); }
   std::optional<backend::PeakFlops> peak_flops() const override { return inner_.peak_flops(); }
 

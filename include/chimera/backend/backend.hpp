@@ -174,6 +174,10 @@ class Backend {
   // B*H*T*T floats.
   virtual void attention_backward(float* dqkv, float* datt, const float* dout, const float* qkv,
                                   const float* att, Index B, Index T, Index C, Index H) = 0;
+  // The share of the T x T score products the attention kernels compute: 1 where they compute
+  // the whole square and mask it, less where they skip masked blocks. FLOP counts use it
+  // (chimera bench model), so that a rate never includes work that did not run.
+  virtual double attention_products_share(Index /*T*/) const { return 1.0; }
   // Fused softmax + cross-entropy over N rows of V logits with row stride ld >= V (columns V..ld
   // are padding and are neither read nor written). In place: logits become probabilities;
   // losses[r] = -log p[r, targets[r]].

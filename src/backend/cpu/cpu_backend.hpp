@@ -90,6 +90,7 @@ class CpuBackend final : public Backend {
   void weights_written_outside(const void* dst, std::size_t bytes) override { written(dst, bytes); }
   // How many times bf16 copies of registered weights were made (0 in fp32).
   std::uint64_t weight_conversions() const;
+  double attention_products_share(Index T) const override;
   double conversion_seconds() const override;
 
  private:

@@ -9,6 +9,7 @@
 #include <functional>
 #include <limits>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "chimera/backend/backend.hpp"
@@ -348,17 +349,35 @@ AttentionReference reference_attention(const Vec& qkv, const Vec& dout, int B, i
   return r;
 }
 
+// T = 11 fits in one block of the causal tiling; 64 fills one exactly, 150 spans three with a
+// partial last block: every block reaches only to the diagonal, so each boundary case counts.
 TEST_F(CpuKernels, CausalAttentionForwardAndBackward) {
-  const int B = 2, T = 11, C = 24, H = 3;
-  const Vec qkv = random_vec(B * T * 3 * C, 40, 1.5F), dout = random_vec(B * T * C, 41);
-  const AttentionReference ref = reference_attention(qkv, dout, B, T, C, H);
-  Vec att(B * H * T * T), out(B * T * C), datt(att.size()), dqkv(qkv.size());
-  be_->attention_forward(out.data(), att.data(), qkv.data(), B, T, C, H);
-  expect_near_all(att, ref.att, 1e-5, "attention probabilities");
-  expect_near_all(out, ref.out, 1e-5, "attention output");
-  be_->attention_backward(dqkv.data(), datt.data(), dout.data(), qkv.data(), att.data(), B, T, C,
-                          H);
-  expect_near_all(dqkv, ref.dqkv, 1e-5, "attention dqkv");
+  for (const int T : {11, 64, 150}) {
+    SCOPED_TRACE("T = " + std::to_string(T));
+    const int B = 2, C = 24, H = 3;
+    const Vec qkv = random_vec(B * T * 3 * C, 40, 1.5F), dout = random_vec(B * T * C, 41);
+    const AttentionReference ref = reference_attention(qkv, dout, B, T, C, H);
+    // NaN-filled outputs: an entry no kernel writes (a skipped masked score) shows up.
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    Vec att(B * H * T * T, nan), out(B * T * C, nan), datt(att.size(), nan), dqkv(qkv.size(), nan);
+    be_->attention_forward(out.data(), att.data(), qkv.data(), B, T, C, H);
+    expect_near_all(att, ref.att, 1e-5, "attention probabilities");
+    expect_near_all(out, ref.out, 1e-5, "attention output");
+    be_->attention_backward(dqkv.data(), datt.data(), dout.data(), qkv.data(), att.data(), B, T, C,
+                            H);
+    expect_near_all(dqkv, ref.dqkv, 1e-5, "attention dqkv");
+  }
+}
+
+// The FLOP count of `bench model` takes the share of score products the kernels compute: the
+// block lower triangle of 64-row blocks, whole below one block.
+TEST_F(CpuKernels, AttentionCountsTheProductsOfItsCausalBlocks) {
+  EXPECT_DOUBLE_EQ(be_->attention_products_share(11), 1.0);
+  EXPECT_DOUBLE_EQ(be_->attention_products_share(64), 1.0);
+  EXPECT_DOUBLE_EQ(be_->attention_products_share(128), (64.0 * 64 + 64.0 * 128) / (128.0 * 128));
+  EXPECT_DOUBLE_EQ(be_->attention_products_share(150),
+                   (64.0 * 64 + 64.0 * 128 + 22.0 * 150) / (150.0 * 150));
+  EXPECT_DOUBLE_EQ(be_->attention_products_share(1024), 17.0 / 32.0);
 }
 
 TEST_F(CpuKernels, SoftmaxCrossEntropyLeavesPaddingAlone) {

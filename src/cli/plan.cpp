@@ -60,16 +60,6 @@ struct PlanOptions {
   int save_every = 0;
 };
 
-// "F:B" or "F:B:W" milliseconds, as `chimera train --cost` takes them (W: the weight-gradient
-// part of B when the backward is split; B/2 without it).
-plan::ComputeModel parse_emulated_cost(const std::string& text) {
-  const schedule::Costs parsed = schedule::Costs::parse(text);
-  plan::ComputeModel c;
-  c.emulated = {parsed.F, parsed.B};
-  c.weight_share = parsed.W / parsed.B;
-  return c;
-}
-
 plan::Machine machine_of(const PlanOptions& o) {
   CHIMERA_REQUIRE(o.costs_file.empty() != o.cost.empty(),
                   "give the compute costs with exactly one of --costs FILE (per-layer costs of a "
@@ -95,7 +85,7 @@ plan::Machine machine_of(const PlanOptions& o) {
     m.compute.layers = plan::load_layer_costs(o.costs_file);
     m.compute.optimizer_ns_per_param = m.compute.layers->optimizer_ns_per_param;
   } else {
-    m.compute = parse_emulated_cost(o.cost);
+    m.compute = plan::ComputeModel::emulated_from(o.cost);
   }
   if (o.optimizer_ns_per_param >= 0) m.compute.optimizer_ns_per_param = o.optimizer_ns_per_param;
   return m;

@@ -22,6 +22,7 @@ struct TrainFlags {
   std::optional<std::string> trace;
   std::optional<std::string> compute;
   std::optional<std::string> cost;
+  std::optional<std::string> network;
   std::optional<std::string> save_dir;
   std::optional<int> save_every;
   std::optional<int> eval_every;
@@ -40,6 +41,7 @@ Config build_config(const TrainFlags& f) {
   if (f.trace) c.log.trace = *f.trace;
   if (f.compute) c.runtime.compute = parse_enum<ComputeMode>(*f.compute);
   if (f.cost) c.runtime.cost = *f.cost;
+  if (f.network) c.runtime.network = *f.network;
   if (f.save_dir) c.checkpoint.dir = *f.save_dir;
   if (f.save_every) c.checkpoint.every = *f.save_every;
   if (f.eval_every) c.train.eval_every = *f.eval_every;
@@ -86,6 +88,12 @@ Run add_train_command(CLI::App& app) {
                   "Emulated op costs F:B[:W] in milliseconds per micro-batch and 1/D of the model "
                   "(runtime.cost); W is the weight-gradient part of B (default B/2). Only with "
                   "--compute emulate");
+  cmd->add_option(
+      "--network", f->network,
+      "The network ALPHA,BETA[,binomial] of `chimera plan --network` (runtime.network): "
+      "the simulator's figure of each step, (sim ...), then includes its activation "
+      "messages and gradient sums, with the launcher's ranks per node sharing a link, "
+      "and equals `chimera plan --predict` for this layout. Only with --compute emulate");
   cmd->add_option("--save-dir", f->save_dir,
                   "Checkpoint directory (checkpoint.dir): a checkpoint at the end, every "
                   "--save-every steps, and when SIGTERM/SIGUSR1 stops the run");

@@ -198,6 +198,10 @@ std::vector<Field> fields(Config& c) {
        "error)"},
       {"runtime", "compute", &c.runtime.compute, "real, or emulate (timed waits of --cost)"},
       {"runtime", "cost", &c.runtime.cost, "emulate: F:B[:W] milliseconds per stage op"},
+      {"runtime", "network", &c.runtime.network,
+       "emulate: the network ALPHA,BETA[,binomial] (as chimera plan --network) priced into the "
+       "simulator's per-step figure, which is then the planner's prediction of this run (\"\" = "
+       "compute only)"},
       {"runtime", "wait", &c.runtime.wait,
        "doorbell (a waiting rank sleeps until a peer on its node rings) or poll"},
       {"runtime", "watchdog_s", &c.runtime.watchdog_s,

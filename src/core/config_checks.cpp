@@ -26,6 +26,11 @@ void check_config(const Config& config) {
   const LogConfig& log = config.log;
   CHIMERA_REQUIRE(config.runtime.compute != ComputeMode::Emulate || !config.runtime.cost.empty(),
                   "--compute emulate needs the op costs: --cost F:B (milliseconds), e.g. 10:20");
+  CHIMERA_REQUIRE(config.runtime.network.empty() || config.runtime.compute == ComputeMode::Emulate,
+                  "runtime.network = '{}' prices the messages of the simulator's figure for "
+                  "--compute emulate, and this run computes for real: add --compute emulate, or "
+                  "drop runtime.network",
+                  config.runtime.network);
   CHIMERA_REQUIRE(parallel.micro_batch_size >= 1,
                   "parallel.micro_batch_size = {}: must be at least 1", parallel.micro_batch_size);
   CHIMERA_REQUIRE(log.every >= 1, "log.every = {}: must be at least 1", log.every);

@@ -21,6 +21,14 @@ std::string Layout::scheme_label() const {
   return label;
 }
 
+ComputeModel ComputeModel::emulated_from(const std::string& cost) {
+  const sched::Costs parsed = sched::Costs::parse(cost);
+  ComputeModel c;
+  c.emulated = {parsed.F, parsed.B};
+  c.weight_share = parsed.W / parsed.B;
+  return c;
+}
+
 OpCost ComputeModel::stage_cost(const StageInfo& stage, int samples) const {
   CHIMERA_CHECK(layers.has_value(), "stage costs need per-layer costs");
   const LayerCosts& c = *layers;

@@ -14,6 +14,7 @@
 #include "chimera/core/log.hpp"
 #include "chimera/model/activations.hpp"
 #include "chimera/model/worker.hpp"
+#include "emulated_prediction.hpp"
 #include "emulated_stage_compute.hpp"
 #include "gpu_paths.hpp"
 #include "grad_sums.hpp"
@@ -63,7 +64,9 @@ class RealRunCompute final : public RunCompute {
   schedule::Costs bubble_costs() const override {
     return schedule::Costs::forward_backward(1.0, 2.0);
   }
-  std::optional<double> predicted_ms() const override { return std::nullopt; }
+  std::optional<Prediction> predicted(int /*ranks_per_host*/) const override {
+    return std::nullopt;
+  }
   double local_grad_squares() override { return state_->local_grad_squares(); }
   void optimizer_step(int update, double lr, double grad_scale) override {
     state_->optimizer_step(update, lr, grad_scale);
@@ -207,11 +210,11 @@ class EmulatedRunCompute final : public RunCompute {
   schedule::Costs bubble_costs() const override {
     return schedule::Costs::parse(plan_.config.runtime.cost);
   }
-  // The simulator's iteration time for the emulated costs (no network term).
-  std::optional<double> predicted_ms() const override {
-    auto costs = schedule::Costs::parse(plan_.config.runtime.cost);
-    costs.data_parallel = plan_.topology.replicas;
-    return schedule::simulate(plan_.schedule, costs).iteration_time;
+  // The simulator's iteration time for the emulated costs, with runtime.network's messages and
+  // sums where it is given.
+  std::optional<Prediction> predicted(int ranks_per_host) const override {
+    return Prediction{emulated_iteration_ms(plan_, ranks_per_host),
+                      emulated_prediction_basis(plan_, ranks_per_host)};
   }
   double local_grad_squares() override { return 0.0; }
   void optimizer_step(int /*update*/, double /*lr*/, double /*grad_scale*/) override {}

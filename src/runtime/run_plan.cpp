@@ -1,6 +1,7 @@
 #include "chimera/runtime/run_plan.hpp"
 
 #include "chimera/core/error.hpp"
+#include "chimera/plan/network.hpp"
 #include "chimera/schedule/generators.hpp"
 #include "chimera/schedule/lower.hpp"
 
@@ -11,6 +12,8 @@ RunPlan RunPlan::make(const Config& config, int world_size, int rank) {
   p.config = config;
   const auto& par = config.parallel;
   p.emulate = config.runtime.compute == ComputeMode::Emulate;
+  // A network that does not parse is refused before any rank sets up (it prices the prediction).
+  if (!config.runtime.network.empty()) (void)plan::parse_network(config.runtime.network);
 
   schedule::ScheduleRequest req;
   req.scheme = par.scheme;

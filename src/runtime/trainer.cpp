@@ -107,6 +107,7 @@ struct Trainer::Impl {
   comm::NodeLocalRank local_rank;        // the GPU backends' device choice
   comm::CoreSharing cores;
   double schedule_bubble_ratio = 0.0;   // the simulator's, printed beside the measured bubble
+  std::optional<double> predicted_ms;   // the simulator's iteration time (emulation), per step
   std::unique_ptr<RunCompute> compute;  // real or emulated, and what that mode owns
   std::optional<BatchFeed> feed;
   std::optional<Checkpointing> checkpointing;  // where checkpoint.dir is set
@@ -182,7 +183,10 @@ Trainer::Impl::Impl(const TrainRequest& req, MPI_Comm w) : request(req), world(w
   log::info("{}", watchdog->describe());
   cores = comm::core_sharing(world);
   schedule_bubble_ratio = schedule::simulate(plan.schedule, compute->bubble_costs()).bubble_ratio;
-  const std::optional<double> predicted = compute->predicted_ms();
+  // Agreed: ranks on nodes of different sizes could disagree on whether runtime.network fits.
+  std::optional<RunCompute::Prediction> predicted;
+  comm::all_or_none(world, [&] { predicted = compute->predicted(cores.ranks_on_node); });
+  if (predicted) predicted_ms = predicted->ms;
   log::info("schedule bubble {:.1f}% (simulated{})", 100.0 * schedule_bubble_ratio,
             predicted ? " for these costs" : ", F:B = 1:2");
   if (cores.oversubscribed())
@@ -190,7 +194,8 @@ Trainer::Impl::Impl(const TrainRequest& req, MPI_Comm w) : request(req), world(w
         "{} ranks share {} cores on this node: of the measured bubble, 'core wait' is the part "
         "ranks were ready to run but had no core; the rest is waiting for messages",
         cores.ranks_on_node, cores.cores);
-  if (predicted) log::info("simulator: {:.2f} ms per iteration for these costs", *predicted);
+  if (predicted)
+    log::info("simulator: {:.2f} ms per iteration {}", predicted->ms, predicted->basis);
 }
 
 // Where training starts: --resume takes the newest checkpoint in checkpoint.dir that loads (a
@@ -291,7 +296,7 @@ void Trainer::Impl::run() {
   TraceCollector trace(world, config.log.trace);
   io::MetricsWriter metrics;
   comm::all_or_none(world, [&] { metrics = open_metrics(); });
-  StepReport report(plan, cores, std::move(metrics), compute->predicted_ms(), start_step);
+  StepReport report(plan, cores, std::move(metrics), predicted_ms, start_step);
   NonfiniteGuard guard(config.train, skipped_steps);
   const StopSignals signals;
   Validation* const validation = compute->validation();

@@ -9,6 +9,7 @@ starts ranks that Open MPI sees on separate hosts (TCP between them, shared memo
 - `chimera train` of every scheme family on 4 hosts equals the same run on one host (1e-6), with
   the eager gradient allreduce crossing hosts;
 - checkpoints written from 4 hosts into one directory, resumed on 2;
+- an emulated run with runtime.network predicts its iteration as `chimera plan --predict` does;
 - lost hosts: a link cut mid-step, and a host whose ranks are SIGKILLed, end every surviving rank
   within LOST_HOST_BOUND_S, with one line naming the lost peer and the wait, status 1, and the
   newest checkpoint loads.
@@ -181,6 +182,38 @@ class MultiHost(unittest.TestCase):
                 for step in a:
                     for x, y in zip(a[step], b[step]):
                         self.assertLessEqual(abs(x - y), 1e-6 * abs(x), (scheme, step, a, b))
+
+    def test_an_emulated_run_predicts_itself_as_the_planner_does(self):
+        # With runtime.network an emulated run's simulator figure is `chimera plan --predict` of
+        # its layout: the ranks per host from the launcher (1 here), the messages and gradient
+        # sums priced on the given network, not only the compute.
+        network, cost = "8us,8.4ns/B,binomial", "10:20"
+        r, _ = srun(4, 4, *self.train_args("chimera", 2, 2, 4, 2, "--compute", "emulate",
+                                           "--cost", cost, "--network", network))
+        self.assertEqual(r.returncode, 0, r.stderr[-3000:])
+        out = r.stdout + r.stderr
+        found = re.search(r"simulator: ([0-9.]+) ms per iteration for these costs and "
+                          r"runtime.network \((.*)\)", out)
+        self.assertIsNotNone(found, out[-3000:])
+        self.assertIn("1 rank per host", found.group(2))
+        sims = re.findall(r"\(sim ([0-9.]+)\)", out)
+        self.assertEqual(len(sims), 2, out[-3000:])
+        # The model and sequence of TINY; its micro-batch size 2 is -B 2.
+        model_sets = [f"--set={kv}" for flag, kv in zip(TINY[::2], TINY[1::2])
+                      if flag == "--set" and kv.startswith(("model.", "data."))]
+        plan = subprocess.run(
+            [BIN["chimera"], "plan", "--model", str(REPO / "jobscripts/configs/local.toml"),
+             *model_sets,
+             "--memory", "1024", "--reserve", "0", "--cost", cost, "--network", network,
+             "--shard-optimizer", "--ranks-per-host", "1", "--predict", "--format", "json",
+             "--schemes", "chimera", "-W", "2", "-D", "2", "-N", "4", "-B", "2"],
+            capture_output=True, text=True, cwd=REPO)
+        self.assertEqual(plan.returncode, 0, plan.stderr)
+        predicted = json.loads(plan.stdout.splitlines()[0])
+        self.assertGreater(predicted["p2p_ms"] + predicted["allreduce_exposed_ms"], 0.0)
+        self.assertAlmostEqual(float(found.group(1)), predicted["iteration_ms"], delta=0.01)
+        for sim in sims:
+            self.assertAlmostEqual(float(sim), predicted["iteration_ms"], delta=0.05)
 
     def test_checkpoints_from_four_hosts_resume_on_two(self):
         ckpt, out = self.tmp / "ckpt", self.tmp / "m.jsonl"

@@ -114,6 +114,9 @@ struct RuntimeConfig {
   bool device_mpi_with_nccl = false;
   ComputeMode compute = ComputeMode::Real;
   std::string cost;  // emulate: "F:B[:W]" milliseconds per stage op
+  // emulate: the network ("ALPHA,BETA[,binomial]", as `chimera plan --network` takes it) whose
+  // messages and gradient sums the simulator's per-step figure then includes ("" = none).
+  std::string network;
   // doorbell: a waiting rank sleeps until a peer on its node rings; poll: in short slices.
   WaitMode wait = WaitMode::Doorbell;
   // A rank waiting longer than this in one op ends the job (0 = off; -1 = auto, derived from the

@@ -56,6 +56,9 @@ struct ComputeModel {
 
   // Forward and backward of one model stage on `samples` samples (needs `layers`).
   OpCost stage_cost(const StageInfo& stage, int samples) const;
+  // The emulated compute of runtime.cost "F:B[:W]" (milliseconds; W the weight-gradient part
+  // of B, B/2 without it). InputError as schedule::Costs::parse gives it.
+  static ComputeModel emulated_from(const std::string& cost);
 };
 
 struct Machine {

@@ -117,9 +117,22 @@ class BadInput(unittest.TestCase):
                     (["--eval-every", "-3"], "train.eval_every (--eval-every) = -3: must be >= 0"),
                     (["--set", "train.grad_clip=-1"], "train.grad_clip = -1: must be >= 0"),
                     (["--stop-after", "2"], "--stop-after 2 stops the run to be resumed"),
-                    (["--cost", "10:20"], "--cost 10:20 sets the op costs of --compute emulate")):
+                    (["--cost", "10:20"], "--cost 10:20 sets the op costs of --compute emulate"),
+                    (["--network", "8us,1GB/s"],
+                     "runtime.network = '8us,1GB/s' prices the messages of the simulator's figure "
+                     "for --compute emulate")):
                 with self.subTest(args=args):
                     assert_one_error_line(self, run_serial(["train", *one, *args]), needle)
+
+    def test_an_emulated_runs_network_must_parse_and_fit_its_hosts(self):
+        emulated = [*TINY, "--set", "parallel.stages=2", "--compute", "emulate", "--cost", "10:20"]
+        self.expect_one_error(2, [*emulated, "--network", "8us"],
+                              "--network '8us': expected ALPHA,BETA such as 5us,10GB/s")
+        # 4 ranks on this one host cannot sit in one pipeline group of 2 as the planner places
+        # a host's ranks.
+        self.expect_one_error(4, [*emulated, "--network", "8us,1GB/s"],
+                              "runtime.network: the 4 ranks on this node must divide "
+                              "parallel.stages (2)")
 
     def test_world_not_multiple_of_group(self):
         self.expect_one_error(3, TINY, "world size 3 is not a multiple of the pipeline group size D=4")

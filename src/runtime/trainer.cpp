@@ -37,6 +37,7 @@
 #include "nonfinite_guard.hpp"
 #include "read_once.hpp"
 #include "run_compute.hpp"
+#include "step_cycle.hpp"
 #include "step_report.hpp"
 #include "step_watchdog.hpp"
 #include "stop_signals.hpp"
@@ -312,9 +313,10 @@ void Trainer::Impl::run() {
   }
   try {
     if (validation && step < steps) validation->before_training(step);
+    // Each step's time is its whole cycle (step_cycle.hpp); validation and saves are left out.
+    StepCycle step_cycle;
     for (; step < steps; ++step) {
       hang_hook.maybe_hang(rank, step + 1, false);
-      const Stopwatch iter_clock;
       // A lost host or link leaves ranks in blocking collectives no wait watches: the step as a
       // whole is bounded too (validation and the save below are not part of it).
       std::optional<comm::Deadline> step_bound;
@@ -355,9 +357,10 @@ void Trainer::Impl::run() {
       // overlap what comes before each stage's next forward, which waits for its own.
       if (verdict.finite) transport.start_gathers();
       watchdog->phase("the reduction of the step's timings over all ranks");
+      const double step_s = step_cycle.measure();
       const StepStats s =
-          reduce_step(world, r, iter_clock.seconds(), stages.peak_activation_bytes(),
-                      signals.received(), wait_policy, [&, step] {
+          reduce_step(world, r, step_s, stages.peak_activation_bytes(), signals.received(),
+                      wait_policy, [&, step] {
                         return fmt::format("the reduction of step {}'s timings{}", step + 1,
                                            comm::describe_silent_peers(world));
                       });
@@ -378,9 +381,11 @@ void Trainer::Impl::run() {
       m.skipped = verdict.skip;
       m.skipped_steps = guard.skipped_steps();
       if (validation && validation->due(step)) transport.wait_gathers();  // whole weights
+      const Stopwatch validating;
       if (validation && verdict.finite) m.val_loss = validation->after_step(step);
       report.step(m, s, verdict.finite);
       if (m.val_loss) validation->print_sample(fmt::format("after step {}", step + 1));
+      if (m.val_loss) step_cycle.exclude(validating.seconds());
       if (!verdict.finite) {
         guard.enforce(
             step, v, plan.schedule.stages,
@@ -398,7 +403,9 @@ void Trainer::Impl::run() {
                                 config.to_toml()};
         meta.skipped_steps = guard.skipped_steps();
         transport.wait_gathers();  // a checkpoint holds the whole weights
+        const Stopwatch saving;
         checkpointing->save(compute->state(), meta, last_save);
+        step_cycle.exclude(saving.seconds());
       }
       if (s.stop() || stop_here) {
         log::info("stopping after step {}{}{}", step + 1,

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <set>
 #include <span>
 #include <tuple>
 
@@ -475,21 +476,39 @@ SimResult Simulator::run(const Costs& costs) const {
              return host(w) == host(a.holders.front());
            });
   };
-  // One collective at a time per host's link (its ranks' gathers and sums share it): the weight
-  // gathers from the step boundary, then the sums.
+  // The weight gathers all start at the step boundary, so those crossing one host's link share it
+  // equally (flows that start together do, measured): on a link carrying gathers of link times
+  // d1 <= d2 <= ..., the i-th ends at d1 + ... + d(i-1) + (k - i + 1) d_i of the k, and a gather
+  // ends when it has ended on each of its hosts' links. The sums follow, one at a time per link.
   std::vector<double> link_free(static_cast<std::size_t>(hosts), 0);
+  std::vector<std::vector<std::pair<double, StageAllreduce*>>> on_link(
+      static_cast<std::size_t>(hosts));
   for (const int st : G.gather_order) {
     StageAllreduce& a = sum_of(st);
-    for (int w : a.holders) a.gather_start = std::max(a.gather_start, link_free[host(w)]);
+    a.gather_start = 0.0;
     const bool one_host = within_one_host(a);
     const double duration =
         a.holders.empty() ? 0.0
                           : allgather_time(a.replicas, bytes_of(a), one_host ? on_host : costs);
-    a.gather_end = a.gather_start + duration;
-    for (int w : a.holders) {
-      if (!one_host) link_free[host(w)] = a.gather_end;
-    }
+    a.gather_end = duration;
     r.gather_total += duration;
+    if (one_host || duration <= 0.0) continue;
+    std::set<int> its_hosts;
+    for (int w : a.holders) its_hosts.insert(host(w));
+    for (int h : its_hosts) on_link[static_cast<std::size_t>(h)].emplace_back(duration, &a);
+  }
+  for (std::size_t h = 0; h < on_link.size(); ++h) {
+    auto& gathers = on_link[h];
+    std::stable_sort(gathers.begin(), gathers.end(),
+                     [](const auto& x, const auto& y) { return x.first < y.first; });
+    double t = 0.0, previous = 0.0;
+    const auto k = gathers.size();
+    for (std::size_t i = 0; i < k; ++i) {
+      t += static_cast<double>(k - i) * (gathers[i].first - previous);
+      previous = gathers[i].first;
+      gathers[i].second->gather_end = std::max(gathers[i].second->gather_end, t);
+    }
+    link_free[h] = t;
   }
   r.gather_wait.assign(static_cast<std::size_t>(G.workers), 0.0);
   const int last_stage = G.stages - 1;

@@ -22,9 +22,10 @@
 //     runtime's own ring reduce-scatter on every MPI (comm::ShardedSum),
 //     (r-1)*alpha + (r-1)/r*beta*L, and each stage's weights (and the tied table's) come back by
 //     an all-gather, log2(r)*alpha + (r-1)/r*beta*L: together they cost about what the allreduce
-//     costs. The gathers start at the step boundary, time 0 here (the previous
-//     iteration's optimizer step has just ended), in the order the program first needs them, one
-//     at a time per worker like the sums; a WaitGather holds its worker until its stage's gather
+//     costs. The gathers all start at the step boundary, time 0 here (the previous
+//     iteration's optimizer step has just ended), and share each host's link equally (flows that
+//     start together do): of k gathers on a link, the shortest ends after k times its own time,
+//     and so on; a WaitGather holds its worker until its stage's gather
 //     (and for stage 0 and the last stage the tied table's) has ended, so a late gather delays
 //     that first op. With binomial_allreduce the all-gather is priced as Open MPI's non-blocking
 //     one (libnbc) runs: linear, (r-1)(alpha + beta L/r).

@@ -160,7 +160,7 @@ TEST(Simulate, ShardedStepWithAFreeNetworkIsTheUnshardedStep) {
   }
 }
 
-TEST(Simulate, ShardedSumIsAReduceScatterAndALateGatherDelaysTheFirstForward) {
+TEST(Simulate, ShardedSumIsAReduceScatterAndGathersSharingALinkDelayTheFirstForward) {
   // Chimera D=2, N=2, F=B=1, W=2: every stage has 4 replicas (both workers, twice). Its
   // reduce-scatter and its all-gather each cost (3/4) * 0.1 * 10 = 0.75, half the allreduce.
   Costs c = Costs::forward_backward(1, 1);
@@ -170,21 +170,21 @@ TEST(Simulate, ShardedSumIsAReduceScatterAndALateGatherDelaysTheFirstForward) {
   const Schedule s = make_schedule(request("chimera", 2, 2));
   const SimResult plain = simulate(s, c);
   const SimResult r = simulate(s, c, {.shard_optimizer = true});
-  // Both workers start with stage 0 (worker 0 on the down pipe, worker 1 on the up pipe): its
-  // gather runs first, from the step boundary, on both workers' links; then stage 1's.
-  EXPECT_DOUBLE_EQ(r.allreduce[0].gather_start, 0);
-  EXPECT_DOUBLE_EQ(r.allreduce[0].gather_end, 0.75);
-  EXPECT_DOUBLE_EQ(r.allreduce[1].gather_start, 0.75);
-  EXPECT_DOUBLE_EQ(r.allreduce[1].gather_end, 1.5);
+  // Both gathers start at the step boundary and cross both workers' links, which they share
+  // equally: each ends after twice its own time, not one after the other.
+  for (int st = 0; st < 2; ++st) {
+    EXPECT_DOUBLE_EQ(r.allreduce[st].gather_start, 0);
+    EXPECT_DOUBLE_EQ(r.allreduce[st].gather_end, 1.5);
+  }
   EXPECT_DOUBLE_EQ(r.gather_total, 1.5);
-  // The first forward waits for it: 0.75 late on both workers. Stage 1's gather is done by the
-  // time its first op has its input (1.75), so the whole step shifts by 0.75.
+  // Both workers start with stage 0 (worker 0 on the down pipe, worker 1 on the up pipe), whose
+  // first forward waits for its gather: 1.5 late on both workers, and the whole step with it.
   for (int w = 0; w < 2; ++w) {
     EXPECT_DOUBLE_EQ(plain.timeline[w][0].start, 0);
-    EXPECT_DOUBLE_EQ(r.timeline[w][0].start, 0.75);
-    EXPECT_DOUBLE_EQ(r.gather_wait[w], 0.75);
+    EXPECT_DOUBLE_EQ(r.timeline[w][0].start, 1.5);
+    EXPECT_DOUBLE_EQ(r.gather_wait[w], 1.5);
   }
-  EXPECT_DOUBLE_EQ(r.makespan, plain.makespan + 0.75);
+  EXPECT_DOUBLE_EQ(r.makespan, plain.makespan + 1.5);
   for (int st = 0; st < 2; ++st) {
     EXPECT_DOUBLE_EQ(r.allreduce[st].end - r.allreduce[st].start, 0.75);
     EXPECT_DOUBLE_EQ(plain.allreduce[st].end - plain.allreduce[st].start, 1.5);
@@ -196,16 +196,17 @@ TEST(Simulate, ShardedSumIsAReduceScatterAndALateGatherDelaysTheFirstForward) {
   c.binomial_allreduce = true;
   const SimResult nbc = simulate(s, c, {.shard_optimizer = true});
   EXPECT_DOUBLE_EQ(nbc.allreduce[1].end - nbc.allreduce[1].start, 0.75);
-  EXPECT_DOUBLE_EQ(nbc.allreduce[0].gather_end, 0.75);
+  EXPECT_DOUBLE_EQ(nbc.allreduce[0].gather_end, 1.5);
   // Latency: the ring's r - 1 = 3 alpha; log2(4) alpha for the all-gather, half of
-  // Rabenseifner's. The tied table (no bytes here) is gathered first, before its ends: its
-  // latency comes before stage 0's gather.
+  // Rabenseifner's. The tied table (no bytes here, 0.02 of link time) shares the links with the
+  // two stages' gathers (0.77 each): it ends after 3 x 0.02, they after 0.06 + 2 x 0.75.
   c.binomial_allreduce = false;
   c.alpha = 0.01;
   const SimResult slow = simulate(s, c, {.shard_optimizer = true});
   EXPECT_DOUBLE_EQ(slow.allreduce[1].end - slow.allreduce[1].start, 3 * 0.01 + 0.75);
-  EXPECT_DOUBLE_EQ(slow.tied.gather_end, 2 * 0.01);
-  EXPECT_DOUBLE_EQ(slow.allreduce[0].gather_end, 2 * 0.01 + 2 * 0.01 + 0.75);
+  EXPECT_DOUBLE_EQ(slow.tied.gather_end, 3 * 2 * 0.01);
+  EXPECT_DOUBLE_EQ(slow.allreduce[0].gather_end, 3 * 2 * 0.01 + 2 * 0.75);
+  EXPECT_DOUBLE_EQ(slow.allreduce[1].gather_end, 3 * 2 * 0.01 + 2 * 0.75);
 }
 
 TEST(Simulate, TheTiedTablesGatherIsNeededAtEitherEnd) {

@@ -10,7 +10,7 @@ namespace {
 
 TEST(StepCycle, TheTailAfterAMeasurementCountsInTheNextStep) {
   StepCycle cycle;
-  sleep_seconds(0.02);  // the first step's body
+  sleep_seconds(0.02);          // the first step's body
   const Stopwatch independent;  // from before the measurement: it spans the whole next cycle
   const double first = cycle.measure();
   EXPECT_GE(first, 0.02);

@@ -26,12 +26,12 @@ plan::Network network_of(const RunPlan& plan, int ranks_per_host) {
 
 }  // namespace
 
-double emulated_iteration_ms(const RunPlan& plan, int ranks_per_host) {
+EmulatedPrediction predict_emulated_iteration(const RunPlan& plan, int ranks_per_host) {
   const Config& config = plan.config;
   if (config.runtime.network.empty()) {
     schedule::Costs costs = schedule::Costs::parse(config.runtime.cost);
     costs.data_parallel = plan.topology.replicas;
-    return schedule::simulate(plan.schedule, costs).iteration_time;
+    return {schedule::simulate(plan.schedule, costs).iteration_time, "for these costs"};
   }
   plan::Machine machine;
   machine.network = network_of(plan, ranks_per_host);
@@ -50,15 +50,10 @@ double emulated_iteration_ms(const RunPlan& plan, int ranks_per_host) {
                             p.micro_batch_size,
                             p.recompute,
                             p.shard_optimizer};
-  return predict(layout).iteration_ms;
-}
-
-std::string emulated_prediction_basis(const RunPlan& plan, int ranks_per_host) {
-  if (plan.config.runtime.network.empty()) return "for these costs";
   // describe() names the ranks per host only where several share one.
-  return fmt::format("for these costs and runtime.network ({}{})",
-                     plan::describe(network_of(plan, ranks_per_host)),
-                     ranks_per_host == 1 ? ", 1 rank per host" : "");
+  return {predict(layout).iteration_ms,
+          fmt::format("for these costs and runtime.network ({}{})", plan::describe(machine.network),
+                      ranks_per_host == 1 ? ", 1 rank per host" : "")};
 }
 
 }  // namespace chimera::runtime

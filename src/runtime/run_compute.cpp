@@ -213,8 +213,8 @@ class EmulatedRunCompute final : public RunCompute {
   // The simulator's iteration time for the emulated costs, with runtime.network's messages and
   // sums where it is given.
   std::optional<Prediction> predicted(int ranks_per_host) const override {
-    return Prediction{emulated_iteration_ms(plan_, ranks_per_host),
-                      emulated_prediction_basis(plan_, ranks_per_host)};
+    EmulatedPrediction p = predict_emulated_iteration(plan_, ranks_per_host);
+    return Prediction{p.ms, std::move(p.basis)};
   }
   double local_grad_squares() override { return 0.0; }
   void optimizer_step(int /*update*/, double /*lr*/, double /*grad_scale*/) override {}

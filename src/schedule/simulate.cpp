@@ -6,7 +6,6 @@
 #include <cmath>
 #include <limits>
 #include <map>
-#include <set>
 #include <span>
 #include <tuple>
 
@@ -493,9 +492,10 @@ SimResult Simulator::run(const Costs& costs) const {
     a.gather_end = duration;
     r.gather_total += duration;
     if (one_host || duration <= 0.0) continue;
-    std::set<int> its_hosts;
-    for (int w : a.holders) its_hosts.insert(host(w));
-    for (int h : its_hosts) on_link[static_cast<std::size_t>(h)].emplace_back(duration, &a);
+    for (int w : a.holders) {
+      auto& gathers = on_link[static_cast<std::size_t>(host(w))];
+      if (gathers.empty() || gathers.back().second != &a) gathers.emplace_back(duration, &a);
+    }
   }
   for (std::size_t h = 0; h < on_link.size(); ++h) {
     auto& gathers = on_link[h];

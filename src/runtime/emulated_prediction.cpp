@@ -26,7 +26,7 @@ plan::Network network_of(const RunPlan& plan, int ranks_per_host) {
 
 }  // namespace
 
-EmulatedPrediction predict_emulated_iteration(const RunPlan& plan, int ranks_per_host) {
+IterationPrediction predict_emulated_iteration(const RunPlan& plan, int ranks_per_host) {
   const Config& config = plan.config;
   if (config.runtime.network.empty()) {
     schedule::Costs costs = schedule::Costs::parse(config.runtime.cost);

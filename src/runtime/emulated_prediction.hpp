@@ -10,14 +10,16 @@
 
 namespace chimera::runtime {
 
-struct EmulatedPrediction {
+// The simulator's iteration time and what it includes: "for these costs", or "for these costs
+// and runtime.network (...)".
+struct IterationPrediction {
   double ms = 0.0;
-  std::string basis;  // "for these costs", or "for these costs and runtime.network (...)"
+  std::string basis;
 };
 
 // `ranks_per_host`: the launcher's ranks on this rank's node (the planner's --ranks-per-host).
 // InputError where runtime.network does not parse, or where a host's ranks do not divide
 // parallel.stages (the planner places a host's ranks within one pipeline group).
-EmulatedPrediction predict_emulated_iteration(const RunPlan& plan, int ranks_per_host);
+IterationPrediction predict_emulated_iteration(const RunPlan& plan, int ranks_per_host);
 
 }  // namespace chimera::runtime

@@ -14,7 +14,6 @@
 #include "chimera/core/log.hpp"
 #include "chimera/model/activations.hpp"
 #include "chimera/model/worker.hpp"
-#include "emulated_prediction.hpp"
 #include "emulated_stage_compute.hpp"
 #include "gpu_paths.hpp"
 #include "grad_sums.hpp"
@@ -64,7 +63,7 @@ class RealRunCompute final : public RunCompute {
   schedule::Costs bubble_costs() const override {
     return schedule::Costs::forward_backward(1.0, 2.0);
   }
-  std::optional<Prediction> predicted(int /*ranks_per_host*/) const override {
+  std::optional<IterationPrediction> predicted(int /*ranks_per_host*/) const override {
     return std::nullopt;
   }
   double local_grad_squares() override { return state_->local_grad_squares(); }
@@ -212,9 +211,8 @@ class EmulatedRunCompute final : public RunCompute {
   }
   // The simulator's iteration time for the emulated costs, with runtime.network's messages and
   // sums where it is given.
-  std::optional<Prediction> predicted(int ranks_per_host) const override {
-    EmulatedPrediction p = predict_emulated_iteration(plan_, ranks_per_host);
-    return Prediction{p.ms, std::move(p.basis)};
+  std::optional<IterationPrediction> predicted(int ranks_per_host) const override {
+    return predict_emulated_iteration(plan_, ranks_per_host);
   }
   double local_grad_squares() override { return 0.0; }
   void optimizer_step(int /*update*/, double /*lr*/, double /*grad_scale*/) override {}

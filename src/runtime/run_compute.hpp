@@ -17,6 +17,7 @@
 #include "chimera/runtime/run_plan.hpp"
 #include "chimera/runtime/train_state.hpp"
 #include "chimera/schedule/simulate.hpp"
+#include "emulated_prediction.hpp"
 #include "stage_compute.hpp"
 #include "validation.hpp"
 
@@ -43,12 +44,8 @@ class RunCompute {
   // The costs the schedule's own bubble is simulated with.
   virtual schedule::Costs bubble_costs() const = 0;
   // The simulator's iteration time, where it predicts what the run measures (emulation), and
-  // what it includes ("for these costs ..."). `ranks_per_host`: the launcher's ranks per node.
-  struct Prediction {
-    double ms = 0.0;
-    std::string basis;
-  };
-  virtual std::optional<Prediction> predicted(int ranks_per_host) const = 0;
+  // what it includes. `ranks_per_host`: the launcher's ranks per node.
+  virtual std::optional<IterationPrediction> predicted(int ranks_per_host) const = 0;
 
   // The sum of squares of the gradients this rank owns (TrainState::local_grad_squares).
   virtual double local_grad_squares() = 0;

@@ -185,7 +185,7 @@ Trainer::Impl::Impl(const TrainRequest& req, MPI_Comm w) : request(req), world(w
   cores = comm::core_sharing(world);
   schedule_bubble_ratio = schedule::simulate(plan.schedule, compute->bubble_costs()).bubble_ratio;
   // Agreed: ranks on nodes of different sizes could disagree on whether runtime.network fits.
-  std::optional<RunCompute::Prediction> predicted;
+  std::optional<IterationPrediction> predicted;
   comm::all_or_none(world, [&] { predicted = compute->predicted(cores.ranks_on_node); });
   if (predicted) predicted_ms = predicted->ms;
   log::info("schedule bubble {:.1f}% (simulated{})", 100.0 * schedule_bubble_ratio,

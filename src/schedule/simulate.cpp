@@ -9,11 +9,15 @@
 #include <span>
 #include <tuple>
 
+#include "binomial_sums.hpp"
 #include "chimera/core/error.hpp"
 #include "chimera/schedule/lower.hpp"
+#include "link_bookings.hpp"
 #include "op_graph.hpp"
 
 namespace chimera::schedule {
+
+using detail::LinkBookings;
 
 Costs Costs::forward_backward(double f, double b) {
   Costs c;
@@ -253,31 +257,6 @@ void require_costs(const Costs& c) {
                   c.host_beta);
 }
 
-// One direction of a host's link: the intervals in which it carries a message's bytes, disjoint
-// and sorted. Messages are booked in replay order, not time order, so a message takes the first
-// gap long enough from its ready time on, which may lie before intervals booked already.
-class LinkBookings {
- public:
-  // The first t >= from at which [t, t + length) is free here.
-  double first_free(double from, double length) const {
-    // The first interval ending after `from`; the ends are sorted as the starts are.
-    auto it =
-        std::upper_bound(busy_.begin(), busy_.end(), from,
-                         [](double t, const std::pair<double, double>& b) { return t < b.second; });
-    double t = from;
-    for (; it != busy_.end() && it->first < t + length; ++it) t = std::max(t, it->second);
-    return t;
-  }
-  void book(double start, double length) {
-    if (length <= 0) return;
-    const std::pair<double, double> span{start, start + length};
-    busy_.insert(std::upper_bound(busy_.begin(), busy_.end(), span), span);
-  }
-
- private:
-  std::vector<std::pair<double, double>> busy_;
-};
-
 // Books `length` on every link of `links` at the first time from `ready` on at which all are free
 // for it; returns that time.
 double book_together(std::span<LinkBookings* const> links, double ready, double length) {
@@ -310,51 +289,6 @@ double allreduce_time(int r, double bytes, const Costs& c) {
   if (c.binomial_allreduce)
     return 2 * std::ceil(std::log2(static_cast<double>(r))) * (c.alpha + c.beta * bytes);
   return 2 * std::log2(static_cast<double>(r)) * c.alpha + 2.0 * (r - 1) / r * c.beta * bytes;
-}
-
-// libnbc's binomial allreduce over ranks 0..p-1 (its in-place MPI_Iallreduce; root 0), with
-// each message of the whole buffer on its sender's outgoing and its receivers' incoming links
-// (the two directions of a link carry traffic at once), or through memory where both ranks
-// share a host. The reduce: in round k (1, 2, ...) rank i + 2^(k-1) sends its partial sum to
-// rank i for every multiple i of 2^k, each rank receiving its rounds in turn. The broadcast: a
-// rank that has the sum sends it to all its children v + 2^r (2^r > v) at once, which share its
-// link and are in together. `host_of[i]`: rank i's host; every rank starts at `ready`. Returns
-// when the last rank has the sum (`ready` for one rank or none).
-double binomial_allreduce_end(const std::vector<int>& host_of, double ready, double bytes,
-                              const Costs& c, std::vector<LinkBookings>& out,
-                              std::vector<LinkBookings>& in) {
-  const int p = static_cast<int>(host_of.size());
-  if (p <= 1) return ready;
-  const double on_host = c.host_alpha + c.host_beta * bytes, on_link = c.beta * bytes;
-  std::vector<double> has(static_cast<std::size_t>(p), ready);
-  for (int k = 1; (1 << (k - 1)) < p; ++k) {
-    for (int i = 0; i + (1 << (k - 1)) < p; i += 1 << k) {
-      const int from = i + (1 << (k - 1));
-      const double start = std::max(has[from], has[i]);
-      const int a = host_of[from], b = host_of[i];
-      has[i] = a == b ? start + on_host : cross_links(out[a], in[b], start, on_link) + c.alpha;
-    }
-  }
-  // Parents come before their children in rank order.
-  for (int v = 0; v < p; ++v) {
-    std::vector<int> remote;
-    for (int step = 1; v + step < p; step <<= 1) {
-      if (step <= v) continue;
-      const int child = v + step;
-      if (host_of[child] == host_of[v]) {
-        has[child] = has[v] + on_host;
-      } else {
-        remote.push_back(child);
-      }
-    }
-    if (remote.empty()) continue;
-    std::vector<LinkBookings*> links{&out[host_of[v]]};
-    for (const int child : remote) links.push_back(&in[host_of[child]]);
-    const double length = on_link * static_cast<double>(remote.size());
-    const double end = book_together(links, has[v], length) + length + c.alpha;
-    for (const int child : remote) has[child] = end;
-  }
-  return *std::max_element(has.begin(), has.end());
 }
 
 // The runtime's ring (comm::ShardedSum), whatever the MPI: r - 1 steps of one shard each.
@@ -589,30 +523,41 @@ SimResult Simulator::run(const Costs& costs) const {
       by_ready.begin(), by_ready.end(),
       [](const StageAllreduce* a, const StageAllreduce* b) { return a->ready < b->ready; });
   r.iteration_time = r.makespan;
-  // The binomial sums, message by message on the links of every replica's hosts (replica j's
+  // The binomial sums, all at once as flows on the links of every replica's hosts (replica j's
   // ranks are j * D + worker, so its hosts are j * hosts + host(worker)), which carry that
   // replica's pipeline messages as well: replica 0's bookings, repeated.
   const bool tree = costs.binomial_allreduce && !G.sharded;
-  std::vector<LinkBookings> replica_out, replica_in;
   if (tree) {
+    std::vector<LinkBookings> replica_out, replica_in;
+    std::vector<detail::BinomialSum> sums;
     for (int j = 0; j < costs.data_parallel; ++j) {
       replica_out.insert(replica_out.end(), link_out.begin(), link_out.end());
       replica_in.insert(replica_in.end(), link_in.begin(), link_in.end());
     }
-  }
-  for (StageAllreduce* a : by_ready) {
-    a->start = a->ready;
-    if (tree) {
+    for (const StageAllreduce* a : by_ready) {
       // The sum's communicator orders its ranks by world rank: replica-major, then worker.
       std::vector<int> workers = a->holders;
       std::sort(workers.begin(), workers.end());
-      std::vector<int> host_of;
+      detail::BinomialSum& sum = sums.emplace_back();
+      sum.ready = a->ready;
+      sum.bytes = bytes_of(*a);
       for (int j = 0; j < costs.data_parallel; ++j) {
-        for (const int w : workers) host_of.push_back(j * hosts + host(w));
+        for (const int w : workers) {
+          sum.ranks.push_back(j * G.workers + w);
+          sum.hosts.push_back(j * hosts + host(w));
+        }
       }
-      a->end =
-          binomial_allreduce_end(host_of, a->start, bytes_of(*a), costs, replica_out, replica_in);
-    } else {
+    }
+    const std::vector<double> ends =
+        detail::binomial_sums_end(sums, costs, replica_out, replica_in);
+    for (std::size_t i = 0; i < by_ready.size(); ++i) {
+      by_ready[i]->start = by_ready[i]->ready;
+      by_ready[i]->end = ends[i];
+    }
+  }
+  for (StageAllreduce* a : by_ready) {
+    if (!tree) {
+      a->start = a->ready;
       for (int w : a->holders) a->start = std::max(a->start, link_free[host(w)]);
       const bool one_host = within_one_host(*a);
       const Costs& net = one_host ? on_host : costs;

@@ -349,11 +349,13 @@ TEST(Simulate, ABinomialSumIsLibnbcsTreeOnBothDirectionsOfTheLinks) {
   EXPECT_DOUBLE_EQ(simulate(s, c).iteration_time, 2 + 40);
 }
 
-TEST(Simulate, TwoBinomialSumsOfOneRootOverlapItsReduceAndBroadcast) {
-  // 1F1B D=2 N=1 W=2, both workers on one host: stage 1's sum is ready at 3, stage 0's at 4, and
-  // the two ranks 0 of the stages' communicators share host 0. Each message takes 10. Stage 1:
-  // up 3 to 13, down 13 to 23. Stage 0's reduce comes into host 0 after stage 1's (13 to 23),
-  // while stage 1's broadcast leaves it, then goes down 23 to 33: 3 messages' time, not 4.
+TEST(Simulate, BinomialSumsOfDifferentConnectionsShareALinkEqually) {
+  // 1F1B D=2 N=1 W=2, both workers on one host: stage 1's sum (ranks 1 and 3) is ready at 3,
+  // stage 0's (ranks 0 and 2) at 4; each message takes 10 alone. The two reduce messages cross
+  // host 1's outgoing and host 0's incoming link, from 4 at half rate each: stage 1's ends at
+  // 4 + 2 * 9 = 22, stage 0's at 23. Stage 1's broadcast has the other direction alone from 22 to
+  // 23, then shares it with stage 0's: it ends at 23 + 2 * 9 = 41, stage 0's at 42. (Taking turns
+  // would end them at 23 and 33: flows of different connections do not, measured on TCP links.)
   Costs c = Costs::forward_backward(1, 1);
   c.beta = 1;
   c.stage_grad_bytes = 10;
@@ -363,9 +365,48 @@ TEST(Simulate, TwoBinomialSumsOfOneRootOverlapItsReduceAndBroadcast) {
   const SimResult r = simulate(make_schedule(request("1f1b", 2, 1)), c);
   ASSERT_DOUBLE_EQ(r.allreduce[1].ready, 3);
   ASSERT_DOUBLE_EQ(r.allreduce[0].ready, 4);
+  EXPECT_DOUBLE_EQ(r.allreduce[1].end, 41);
+  EXPECT_DOUBLE_EQ(r.allreduce[0].end, 42);
+  EXPECT_DOUBLE_EQ(r.iteration_time, 42);
+}
+
+TEST(Simulate, BinomialSumsBetweenOnePairOfRanksTakeTurnsOnTheirConnection) {
+  // Chimera D=2 N=2, one replica: both stages (and the tied table) are summed between ranks 0
+  // and 1, stage 1's from 3, stage 0's and the table's from 4; each stage message takes 10. One
+  // connection moves its messages in the order they were posted: stage 1 up 3-13, down 13-23;
+  // stage 0 up 13-23 (while stage 1 goes down), down 23-33; the table's empty messages after
+  // stage 0's on each direction.
+  Costs c = Costs::forward_backward(1, 1);
+  c.beta = 1;
+  c.stage_grad_bytes = 10;
+  c.binomial_allreduce = true;
+  const SimResult r = simulate(make_schedule(request("chimera", 2, 2)), c);
+  ASSERT_DOUBLE_EQ(r.allreduce[1].ready, 3);
+  ASSERT_DOUBLE_EQ(r.allreduce[0].ready, 4);
+  ASSERT_DOUBLE_EQ(r.tied.ready, 4);
   EXPECT_DOUBLE_EQ(r.allreduce[1].end, 23);
   EXPECT_DOUBLE_EQ(r.allreduce[0].end, 33);
+  EXPECT_DOUBLE_EQ(r.tied.end, 33);
   EXPECT_DOUBLE_EQ(r.iteration_time, 33);
+}
+
+TEST(Simulate, BinomialSumsWaitForThePipelinesMessagesOnALink) {
+  // GPipe D=2 N=1 over W=2 replicas, a host per rank, F=B=1: stage 1's gradient is ready at 3,
+  // when its input gradient (link time 5) starts down to stage 0 on its host's outgoing link,
+  // which stage 1's reduce message needs too: the reduce moves from 8 to 18, the broadcast 18 to
+  // 28. Stage 0's gradient is ready at 9: its sum ends at 29.
+  Costs c = Costs::forward_backward(1, 1);
+  c.beta = 1;
+  c.gradient_bytes = 5;
+  c.stage_grad_bytes = 10;
+  c.binomial_allreduce = true;
+  c.data_parallel = 2;
+  const SimResult r = simulate(make_schedule(request("gpipe", 2, 1)), c);
+  ASSERT_DOUBLE_EQ(r.allreduce[1].ready, 3);
+  ASSERT_DOUBLE_EQ(r.allreduce[0].ready, 9);
+  EXPECT_DOUBLE_EQ(r.allreduce[1].end, 28);
+  EXPECT_DOUBLE_EQ(r.allreduce[0].end, 29);
+  EXPECT_DOUBLE_EQ(r.iteration_time, 29);
 }
 
 TEST(Simulate, TheSumsOfAHostsRanksShareItsLink) {

@@ -1,0 +1,314 @@
+#include "binomial_sums.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <limits>
+#include <queue>
+#include <tuple>
+#include <unordered_map>
+
+#include "chimera/core/error.hpp"
+
+namespace chimera::schedule::detail {
+
+namespace {
+
+constexpr double kNever = std::numeric_limits<double>::infinity();
+
+struct Message {
+  int sum = 0;
+  std::int64_t connection = 0;  // sender and receiver world ranks
+  int out = -1, in = -1;        // the link directions it crosses; -1: through memory
+  double left = 0;              // link time still to move, or its time in memory
+  double total = 0;
+  int unmet = 0;         // messages it waits for that have not arrived
+  double available = 0;  // when its sender posts it
+  double end = kNever;   // when it has arrived
+  std::vector<int> dependents;
+};
+
+// The messages of every sum, each waiting for those its sender (and, in the reduce, its
+// receiver) must have had first.
+class SumMessages {
+ public:
+  SumMessages(const std::vector<BinomialSum>& sums, const Costs& c, int hosts) : c_(c) {
+    for (std::size_t s = 0; s < sums.size(); ++s) add_sum(static_cast<int>(s), sums[s], hosts);
+  }
+  std::vector<Message>& all() { return m_; }
+
+ private:
+  void add_sum(int s, const BinomialSum& sum, int hosts) {
+    const int p = static_cast<int>(sum.ranks.size());
+    // The reduce: in round k rank i + 2^(k-1) sends its partial sum to rank i (i a multiple of
+    // 2^k), which receives its rounds in turn.
+    std::vector<std::vector<int>> into(static_cast<std::size_t>(p));
+    for (int k = 1; (1 << (k - 1)) < p; ++k) {
+      for (int i = 0; i + (1 << (k - 1)) < p; i += 1 << k) {
+        const int from = i + (1 << (k - 1));
+        std::vector<int> after = into[from];
+        after.insert(after.end(), into[i].begin(), into[i].end());
+        into[i].push_back(add(s, sum, from, i, after, hosts));
+      }
+    }
+    // The broadcast: a rank with the sum sends it to every child v + 2^r (2^r > v) at once.
+    std::vector<std::vector<int>> has_sum(static_cast<std::size_t>(p));
+    if (p > 1) has_sum[0] = into[0];
+    for (int v = 0; v < p; ++v) {
+      for (int step = 1; v + step < p; step <<= 1) {
+        if (step <= v) continue;
+        has_sum[v + step] = {add(s, sum, v, v + step, has_sum[v], hosts)};
+      }
+    }
+  }
+
+  int add(int s, const BinomialSum& sum, int from, int to, const std::vector<int>& after,
+          int hosts) {
+    Message msg;
+    msg.sum = s;
+    msg.connection =
+        static_cast<std::int64_t>(sum.ranks[from]) * (std::int64_t{1} << 32) + sum.ranks[to];
+    const int a = sum.hosts[from], b = sum.hosts[to];
+    CHIMERA_REQUIRE(a >= 0 && a < hosts && b >= 0 && b < hosts,
+                    "a sum's rank on host {} or {} of {}", a, b, hosts);
+    if (a == b) {
+      msg.left = c_.host_alpha + c_.host_beta * sum.bytes;
+    } else {
+      msg.out = a;
+      msg.in = b;
+      msg.left = c_.beta * sum.bytes;
+    }
+    msg.total = msg.left;
+    msg.available = sum.ready;
+    msg.unmet = static_cast<int>(after.size());
+    const int id = static_cast<int>(m_.size());
+    for (const int d : after) m_[static_cast<std::size_t>(d)].dependents.push_back(id);
+    m_.push_back(std::move(msg));
+    return id;
+  }
+
+  const Costs& c_;
+  std::vector<Message> m_;
+};
+
+}  // namespace
+
+std::vector<double> binomial_sums_end(const std::vector<BinomialSum>& sums, const Costs& c,
+                                      const std::vector<LinkBookings>& out,
+                                      const std::vector<LinkBookings>& in) {
+  const int hosts = static_cast<int>(out.size());
+  SumMessages built(sums, c, hosts);
+  std::vector<Message>& m = built.all();
+  std::vector<double> ends(sums.size());
+  for (std::size_t s = 0; s < sums.size(); ++s) ends[s] = sums[s].ready;
+
+  // Link messages whose predecessors have arrived, by the time their sender posts them; a
+  // connection moves one message at a time, the one posted first (ties: the order the sums were
+  // given), and queues the others.
+  using Posted = std::pair<double, int>;
+  std::priority_queue<Posted, std::vector<Posted>, std::greater<>> posted;
+  std::unordered_map<std::int64_t, std::deque<int>> queued;  // per connection moving a message
+  std::vector<int> settled;
+  // A message has arrived: its dependents whose predecessors have all arrived are posted, and
+  // one through memory arrives after its time, and so on down its dependents.
+  const auto arrived = [&](int id, double at) {
+    m[static_cast<std::size_t>(id)].end = at;
+    settled.assign(1, id);
+    while (!settled.empty()) {
+      const Message& done = m[static_cast<std::size_t>(settled.back())];
+      settled.pop_back();
+      ends[static_cast<std::size_t>(done.sum)] =
+          std::max(ends[static_cast<std::size_t>(done.sum)], done.end);
+      for (const int d : done.dependents) {
+        Message& next = m[static_cast<std::size_t>(d)];
+        next.available = std::max(next.available, done.end);
+        if (--next.unmet > 0) continue;
+        if (next.out < 0) {
+          next.end = next.available + next.left;
+          settled.push_back(d);
+        } else {
+          posted.emplace(next.available, d);
+        }
+      }
+    }
+  };
+  for (std::size_t i = 0; i < m.size(); ++i) {
+    Message& msg = m[i];
+    if (msg.unmet > 0) continue;
+    if (msg.out < 0) {
+      arrived(static_cast<int>(i), msg.available + msg.left);
+    } else {
+      posted.emplace(msg.available, static_cast<int>(i));
+    }
+  }
+
+  // Link directions: 2h outgoing, 2h + 1 incoming. Only the flows of a changed link's connected
+  // part (flows and the links they cross) get new rates; a flow's bytes left are brought up to
+  // date when its rate changes.
+  const auto booked = [&](int link) -> const LinkBookings& {
+    return link % 2 == 0 ? out[static_cast<std::size_t>(link / 2)]
+                         : in[static_cast<std::size_t>(link / 2)];
+  };
+  const auto links_of = [&](int id) {
+    const Message& msg = m[static_cast<std::size_t>(id)];
+    return std::array<int, 2>{2 * msg.out, 2 * msg.in + 1};
+  };
+  const auto at = [](auto& v, int i) -> auto& {
+    return v[static_cast<std::size_t>(i)];
+  };
+  std::vector<std::vector<int>> crossing(static_cast<std::size_t>(2 * hosts));
+  std::vector<double> capacity(static_cast<std::size_t>(2 * hosts), 0.0);
+  std::vector<int> unfixed(static_cast<std::size_t>(2 * hosts), 0);
+  std::vector<double> change_at(static_cast<std::size_t>(2 * hosts), kNever);
+  std::vector<char> seen(static_cast<std::size_t>(2 * hosts), 0);
+  std::vector<double> rate(m.size(), 0.0), since(m.size(), 0.0);
+  std::vector<std::uint32_t> version(m.size(), 0);
+  using Event = std::pair<double, int>;
+  using Earliest = std::priority_queue<Event, std::vector<Event>, std::greater<>>;
+  Earliest changes;  // (time, link): a booked interval on the link starts or ends
+  std::priority_queue<std::tuple<double, std::uint32_t, int>,
+                      std::vector<std::tuple<double, std::uint32_t, int>>, std::greater<>>
+      finishes;  // (time, version, message)
+  Earliest by_share;
+  std::vector<int> dirty, part_links, part_flows, finished;
+  const auto start_moving = [&](int id, double now) {
+    since[static_cast<std::size_t>(id)] = now;
+    rate[static_cast<std::size_t>(id)] = 0;
+    for (const int link : links_of(id)) {
+      at(crossing, link).push_back(id);
+      dirty.push_back(link);
+    }
+  };
+  // New max-min fair rates for the connected part of the dirty links (progressive filling: the
+  // link offering the smallest share fixes the rates of its flows, which leave the other link
+  // they cross with that much less).
+  const auto share_again = [&](double now) {
+    part_links.clear();
+    part_flows.clear();
+    for (const int link : dirty) {
+      if (at(seen, link) || at(crossing, link).empty()) continue;
+      at(seen, link) = 1;
+      part_links.push_back(link);
+    }
+    dirty.clear();
+    for (std::size_t i = 0; i < part_links.size(); ++i) {
+      for (const int id : at(crossing, part_links[i])) {
+        if (rate[static_cast<std::size_t>(id)] < 0) continue;  // reached already
+        Message& msg = m[static_cast<std::size_t>(id)];
+        msg.left -=
+            rate[static_cast<std::size_t>(id)] * (now - since[static_cast<std::size_t>(id)]);
+        since[static_cast<std::size_t>(id)] = now;
+        rate[static_cast<std::size_t>(id)] = -1;
+        part_flows.push_back(id);
+        for (const int other : links_of(id)) {
+          if (at(seen, other)) continue;
+          at(seen, other) = 1;
+          part_links.push_back(other);
+        }
+      }
+    }
+    const auto share_of = [&](int link) {
+      return std::max(0.0, at(capacity, link)) / static_cast<double>(at(unfixed, link));
+    };
+    for (const int link : part_links) {
+      at(seen, link) = 0;
+      at(capacity, link) = booked(link).busy_at(now) ? 0.0 : 1.0;
+      at(unfixed, link) = static_cast<int>(at(crossing, link).size());
+      by_share.emplace(share_of(link), link);
+      if (const double change = booked(link).next_change(now); change != at(change_at, link)) {
+        at(change_at, link) = change;
+        if (change < kNever) changes.emplace(change, link);
+      }
+    }
+    while (!by_share.empty()) {
+      const auto [share, link] = by_share.top();
+      by_share.pop();
+      if (at(unfixed, link) == 0 || share != share_of(link)) continue;
+      for (const int id : at(crossing, link)) {
+        double& r = rate[static_cast<std::size_t>(id)];
+        if (r >= 0) continue;
+        r = share;
+        for (const int other : links_of(id)) {
+          at(capacity, other) -= share;
+          if (--at(unfixed, other) > 0 && other != link) by_share.emplace(share_of(other), other);
+        }
+      }
+    }
+    for (const int id : part_flows) {
+      const double r = rate[static_cast<std::size_t>(id)];
+      ++version[static_cast<std::size_t>(id)];
+      if (r > 0)
+        finishes.emplace(now + m[static_cast<std::size_t>(id)].left / r,
+                         version[static_cast<std::size_t>(id)], id);
+    }
+  };
+
+  for (double t = posted.empty() ? kNever : posted.top().first; t < kNever;) {
+    // What happens at t: messages posted (each connection moves one at a time), messages through,
+    // bookings starting or ending.
+    while (!posted.empty() && posted.top().first <= t) {
+      const int id = posted.top().second;
+      posted.pop();
+      auto [it, idle] = queued.try_emplace(m[static_cast<std::size_t>(id)].connection);
+      if (idle) {
+        start_moving(id, t);
+      } else {
+        it->second.push_back(id);
+      }
+    }
+    while (!changes.empty() && changes.top().first <= t) {
+      const int link = changes.top().second;
+      changes.pop();
+      if (at(change_at, link) <= t) {
+        at(change_at, link) = kNever;
+        dirty.push_back(link);
+      }
+    }
+    finished.clear();
+    while (!finishes.empty()) {
+      const auto [when, v, id] = finishes.top();
+      if (v != version[static_cast<std::size_t>(id)]) {
+        finishes.pop();
+        continue;
+      }
+      const Message& msg = m[static_cast<std::size_t>(id)];
+      if (when > t + 1e-9 * msg.total) break;
+      finishes.pop();
+      finished.push_back(id);
+    }
+    for (const int id : finished) {
+      ++version[static_cast<std::size_t>(id)];
+      m[static_cast<std::size_t>(id)].left = 0;
+      for (const int link : links_of(id)) {
+        std::erase(at(crossing, link), id);
+        dirty.push_back(link);
+      }
+      // The connection moves the next message it has queued, or falls idle.
+      const auto it = queued.find(m[static_cast<std::size_t>(id)].connection);
+      if (it->second.empty()) {
+        queued.erase(it);
+      } else {
+        start_moving(it->second.front(), t);
+        it->second.pop_front();
+      }
+      arrived(id, t + c.alpha);
+    }
+    // Messages posted by the arrivals at t itself join before the rates are shared again.
+    if (!posted.empty() && posted.top().first <= t) continue;
+    share_again(t);
+    double next = posted.empty() ? kNever : posted.top().first;
+    if (!changes.empty()) next = std::min(next, changes.top().first);
+    while (!finishes.empty() && std::get<1>(finishes.top()) !=
+                                    version[static_cast<std::size_t>(std::get<2>(finishes.top()))])
+      finishes.pop();
+    if (!finishes.empty()) next = std::min(next, std::get<0>(finishes.top()));
+    CHIMERA_REQUIRE(next < kNever || queued.empty(),
+                    "the sums' messages cannot move (no link is ever free)");
+    t = next;
+  }
+  return ends;
+}
+
+}  // namespace chimera::schedule::detail

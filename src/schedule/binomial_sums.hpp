@@ -1,0 +1,33 @@
+#pragma once
+// The gradient sums of an iteration as Open MPI's non-blocking in-place allreduce (libnbc) runs
+// them over TCP: every sum a binomial reduce to its rank 0 and a broadcast in which a rank sends
+// to all its children at once, every message a flow on its sender's outgoing and its receiver's
+// incoming link. How flows share a link was measured on emulated hosts (docs/scaling.md):
+//  - messages between one pair of ranks go through one connection, one after the other, in the
+//    order they were posted (UCX sends a connection's requests in turn);
+//  - messages of different connections crossing one link share it: each flow's rate is its
+//    max-min fair share of the links it crosses (a link of rate 1 link-time per unit of time).
+// A link direction carrying a pipeline message (booked in `out`/`in` by the replay) moves no
+// sum's bytes meanwhile: the activations go first, as in the replay.
+#include <vector>
+
+#include "chimera/schedule/simulate.hpp"
+#include "link_bookings.hpp"
+
+namespace chimera::schedule::detail {
+
+struct BinomialSum {
+  double ready = 0;        // every rank of the sum starts at ready
+  std::vector<int> ranks;  // the world rank of each of the communicator's ranks
+  std::vector<int> hosts;  // the host of each of the communicator's ranks
+  double bytes = 0;
+};
+
+// When each sum has ended (its last rank has the sum; `ready` for one rank). A message between
+// hosts takes its link time beta * bytes at full rate and arrives alpha after its last byte; one
+// within a host takes host_alpha + host_beta * bytes. `out`, `in`: each host's link directions.
+std::vector<double> binomial_sums_end(const std::vector<BinomialSum>& sums, const Costs& c,
+                                      const std::vector<LinkBookings>& out,
+                                      const std::vector<LinkBookings>& in);
+
+}  // namespace chimera::schedule::detail

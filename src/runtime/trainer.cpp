@@ -353,9 +353,6 @@ void Trainer::Impl::run() {
       if (verdict.finite)
         compute->optimizer_step(static_cast<int>(step - guard.skipped_steps()), lr,
                                 optim::clip_scale(v.grad_norm, config.train.grad_clip));
-      // parallel.shard_optimizer: each rank updated its shard; the all-gathers of the weights
-      // overlap what comes before each stage's next forward, which waits for its own.
-      if (verdict.finite) transport.start_gathers();
       watchdog->phase("the reduction of the step's timings over all ranks");
       const double step_s = step_cycle.measure();
       const StepStats s =
@@ -365,6 +362,11 @@ void Trainer::Impl::run() {
                                            comm::describe_silent_peers(world));
                       });
       step_bound.reset();
+      // parallel.shard_optimizer: each rank updated its shard; the all-gathers of the weights
+      // overlap what comes before each stage's next forward, which waits for its own. They start
+      // after the timings' reduction: started before it, they held its small messages behind
+      // theirs (a connection sends in turn), and so every rank until all its gathers had ended.
+      if (verdict.finite) transport.start_gathers();
       watchdog->step_done(s.iter_s);
       losses.push_back(v.loss);
       // Metrics and validation.

@@ -249,6 +249,8 @@ void require_costs(const Costs& c) {
   }
   CHIMERA_REQUIRE(c.data_parallel >= 1, "data_parallel = {} must be >= 1", c.data_parallel);
   CHIMERA_REQUIRE(c.layers >= 0, "cost layers = {} must be >= 0", c.layers);
+  CHIMERA_REQUIRE(c.ring_piece_bytes > 0, "cost ring_piece_bytes = {} must be > 0",
+                  c.ring_piece_bytes);
   CHIMERA_REQUIRE(c.rendezvous_bytes >= 0, "cost rendezvous_bytes = {} must be >= 0",
                   c.rendezvous_bytes);
   CHIMERA_REQUIRE(std::isfinite(c.host_alpha) && c.host_alpha >= 0 && std::isfinite(c.host_beta) &&
@@ -289,12 +291,6 @@ double allreduce_time(int r, double bytes, const Costs& c) {
   if (c.binomial_allreduce)
     return 2 * std::ceil(std::log2(static_cast<double>(r))) * (c.alpha + c.beta * bytes);
   return 2 * std::log2(static_cast<double>(r)) * c.alpha + 2.0 * (r - 1) / r * c.beta * bytes;
-}
-
-// The runtime's ring (comm::ShardedSum), whatever the MPI: r - 1 steps of one shard each.
-double reduce_scatter_time(int r, double bytes, const Costs& c) {
-  if (r <= 1) return 0;
-  return (r - 1) * (c.alpha + c.beta * bytes / r);
 }
 
 // Half of Rabenseifner's allreduce: log2(r) alpha + (r-1)/r beta L; with binomial_allreduce,
@@ -512,6 +508,53 @@ SimResult Simulator::run(const Costs& costs) const {
   r.peak_activations = G.peak;
   r.weight_copies = G.copies;
 
+  // The runtime's ring reduce-scatter (comm::ShardRing) over the sum's ranks in world-rank order,
+  // from a->start: r - 1 steps, each in pieces of at most ring_piece_bytes of the step's shard.
+  // Every rank posts a piece once it has sent and received the one before, at its next MPI call:
+  // the holders' timelines stand for their replicas', so a piece is posted at the latest of the
+  // holders' next calls. It then crosses every ring edge between hosts at once, each edge's
+  // sending and receiving link (replica 0's stand for all: they carry the same bookings), after
+  // what is booked there; so concurrent rings interleave their pieces on a shared link.
+  const auto ring_reduce_scatter_end = [&](const StageAllreduce& a, double bytes) {
+    const int ranks = a.replicas;
+    if (ranks <= 1 || a.holders.empty()) return a.start;
+    std::vector<int> workers = a.holders;
+    std::sort(workers.begin(), workers.end());
+    std::vector<LinkBookings*> links;
+    const auto add_link = [&links](LinkBookings* link) {
+      if (std::find(links.begin(), links.end(), link) == links.end()) links.push_back(link);
+    };
+    for (int i = 0; i < ranks; ++i) {
+      const int from = workers[static_cast<std::size_t>(i) % workers.size()];
+      const int to = workers[static_cast<std::size_t>(i + 1) % workers.size()];
+      const int replica_from = i / static_cast<int>(workers.size());
+      const int replica_to = (i + 1) % ranks / static_cast<int>(workers.size());
+      if (replica_from == replica_to && host(from) == host(to)) continue;
+      add_link(&link_out[static_cast<std::size_t>(host(from))]);
+      add_link(&link_in[static_cast<std::size_t>(host(to))]);
+    }
+    const double shard = bytes / ranks;
+    const int pieces = std::max(1, static_cast<int>(std::ceil(shard / costs.ring_piece_bytes)));
+    double t = a.start;
+    for (int step = 0; step < ranks - 1; ++step) {
+      for (int k = 0; k < pieces; ++k) {
+        const double piece = std::min(costs.ring_piece_bytes, shard - k * costs.ring_piece_bytes);
+        // The first piece is posted as the sum starts (at the last holder's GradReady).
+        double post_at = t;
+        if (step > 0 || k > 0) {
+          for (const int w : workers) post_at = std::max(post_at, next_progress(w, t));
+        }
+        if (links.empty()) {
+          t = post_at + costs.host_alpha + costs.host_beta * piece;
+        } else {
+          const double length = costs.beta * piece;
+          t = book_together(links, post_at, length) + length + costs.alpha;
+        }
+      }
+    }
+    return t;
+  };
+
   // The sums: in the order they become ready (the tied table's after stages ready at the same
   // time); one at a time per host's link.
   for (int st = 0; st < G.stages; ++st) r.allreduce[st].ready = stage_ready[st];
@@ -556,15 +599,17 @@ SimResult Simulator::run(const Costs& costs) const {
     }
   }
   for (StageAllreduce* a : by_ready) {
-    if (!tree) {
+    if (G.sharded) {
+      a->start = a->ready;
+      for (int w : a->holders) a->start = std::max(a->start, link_free[host(w)]);
+      a->end = ring_reduce_scatter_end(*a, bytes_of(*a));
+    } else if (!tree) {
       a->start = a->ready;
       for (int w : a->holders) a->start = std::max(a->start, link_free[host(w)]);
       const bool one_host = within_one_host(*a);
       const Costs& net = one_host ? on_host : costs;
       const double bytes = bytes_of(*a);
-      a->end = a->start + (a->holders.empty() ? 0.0
-                           : G.sharded        ? reduce_scatter_time(a->replicas, bytes, net)
-                                              : allreduce_time(a->replicas, bytes, net));
+      a->end = a->start + (a->holders.empty() ? 0.0 : allreduce_time(a->replicas, bytes, net));
       for (int w : a->holders) {
         if (!one_host) link_free[host(w)] = a->end;
       }

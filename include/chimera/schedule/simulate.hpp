@@ -20,7 +20,10 @@
 //     way.
 //   * Sharded optimizer state (LowerOptions::shard_optimizer): the sum started at GradReady is the
 //     runtime's own ring reduce-scatter on every MPI (comm::ShardedSum),
-//     (r-1)*alpha + (r-1)/r*beta*L, and each stage's weights (and the tied table's) come back by
+//     (r-1)*alpha + (r-1)/r*beta*L alone, priced piece by piece: a holder posts the next piece
+//     at its next MPI call (a progress point of the op it is in, see `layers`), and a piece
+//     crosses the links of every ring edge between hosts, after what is booked on them. Each
+//     stage's weights (and the tied table's) come back by
 //     an all-gather, log2(r)*alpha + (r-1)/r*beta*L: together they cost about what the allreduce
 //     costs. The gathers all start at the step boundary, time 0 here (the previous
 //     iteration's optimizer step has just ended), and share each host's link equally (flows that
@@ -52,15 +55,19 @@ struct Costs {
   double tied_grad_bytes = 0;   // gradient of the tied token table (its own allreduce)
   int data_parallel = 1;        // W: replicas of the whole pipeline group
   // The allreduce's algorithm: Rabenseifner's (reduce-scatter + allgather), or a binomial
-  // reduce then broadcast of the whole buffer, 2 ceil(log2 r) (alpha + beta L): what Open MPI's
-  // non-blocking allreduce (libnbc) runs for an in-place sum, as the runtime's is.
+  // reduce then broadcast of the whole buffer, 2 ceil(log2 r) (alpha + beta L) alone: what Open
+  // MPI's non-blocking allreduce (libnbc) runs for an in-place sum, as the runtime's is. Binomial
+  // sums are priced all at once, message by message as flows on the hosts' links: one
+  // connection (pair of ranks) moves its messages in turn, flows of different connections share
+  // a link max-min fairly, and a link carrying a pipeline message moves no sum's bytes.
   bool binomial_allreduce = false;
   // Ranks per host (the rank layout puts a pipeline group's consecutive workers on one host:
   // rank = replica * D + worker; it must divide D). A message between two hosts takes alpha +
   // beta * n on both hosts' links (sending and receiving side), which carry one message's bytes
   // at a time, so that messages crossing one link at once share its bandwidth; a message within
   // a host takes host_alpha + host_beta * n (memory, 0 unless set). The gradient sums of the
-  // ranks on one host share its link too: one at a time. 1: every worker is a host of its own.
+  // ranks on one host share its link too: one at a time (binomial sums: as flows, above). 1:
+  // every worker is a host of its own.
   int ranks_per_host = 1;
   double host_alpha = 0.0;
   double host_beta = 0.0;
@@ -76,6 +83,9 @@ struct Costs {
   // stages do, StageCompute::set_progress): layers / stages points, evenly spaced, the last at
   // the op's end. 0: at the op's end only.
   int layers = 0;
+  // The runtime's ring reduce-scatter (comm::ShardRing) moves each step's shard in pieces of at
+  // most this many bytes, each posted once the previous piece has been sent and received.
+  double ring_piece_bytes = 1 << 20;
 
   // F and B with the split backward I = W = B/2.
   static Costs forward_backward(double f, double b);

@@ -185,28 +185,58 @@ TEST(Simulate, ShardedSumIsAReduceScatterAndGathersSharingALinkDelayTheFirstForw
     EXPECT_DOUBLE_EQ(r.gather_wait[w], 1.5);
   }
   EXPECT_DOUBLE_EQ(r.makespan, plain.makespan + 1.5);
+  // The reduce-scatters (the ring: Simulate.ShardedSumIsTheRingPieceByPiece) start at the
+  // stages' GradReady, 1.5 later.
   for (int st = 0; st < 2; ++st) {
-    EXPECT_DOUBLE_EQ(r.allreduce[st].end - r.allreduce[st].start, 0.75);
-    EXPECT_DOUBLE_EQ(plain.allreduce[st].end - plain.allreduce[st].start, 1.5);
+    EXPECT_DOUBLE_EQ(r.allreduce[st].ready, plain.allreduce[st].ready + 1.5);
   }
-  EXPECT_DOUBLE_EQ(r.allreduce_total + r.gather_total, plain.allreduce_total);
 
-  // With Open MPI's libnbc: the reduce-scatter is still the runtime's ring, 3 (beta L / 4); the
-  // all-gather is libnbc's linear one, 3 (beta L / 4) with beta L = 1 over 4 ranks.
+  // With Open MPI's libnbc the all-gather is its linear one, 3 (beta L / 4) with beta L = 1 over
+  // 4 ranks.
   c.binomial_allreduce = true;
   const SimResult nbc = simulate(s, c, {.shard_optimizer = true});
-  EXPECT_DOUBLE_EQ(nbc.allreduce[1].end - nbc.allreduce[1].start, 0.75);
   EXPECT_DOUBLE_EQ(nbc.allreduce[0].gather_end, 1.5);
-  // Latency: the ring's r - 1 = 3 alpha; log2(4) alpha for the all-gather, half of
-  // Rabenseifner's. The tied table (no bytes here, 0.02 of link time) shares the links with the
-  // two stages' gathers (0.77 each): it ends after 3 x 0.02, they after 0.06 + 2 x 0.75.
+  // Latency: log2(4) alpha for the all-gather, half of Rabenseifner's. The tied table (no bytes
+  // here, 0.02 of link time) shares the links with the two stages' gathers (0.77 each): it ends
+  // after 3 x 0.02, they after 0.06 + 2 x 0.75.
   c.binomial_allreduce = false;
   c.alpha = 0.01;
   const SimResult slow = simulate(s, c, {.shard_optimizer = true});
-  EXPECT_DOUBLE_EQ(slow.allreduce[1].end - slow.allreduce[1].start, 3 * 0.01 + 0.75);
   EXPECT_DOUBLE_EQ(slow.tied.gather_end, 3 * 2 * 0.01);
   EXPECT_DOUBLE_EQ(slow.allreduce[0].gather_end, 3 * 2 * 0.01 + 2 * 0.75);
   EXPECT_DOUBLE_EQ(slow.allreduce[1].gather_end, 3 * 2 * 0.01 + 2 * 0.75);
+}
+
+TEST(Simulate, ShardedSumIsTheRingPieceByPiece) {
+  // Chimera D=2 N=2, F=B=1, one replica: each stage is summed by a ring of its two holders
+  // (ranks 0 and 1, one step), here in two pieces of 1 byte (link time 0.25 each). The step
+  // starts with the two stages' weight gathers (0.5 each, sharing both links: both end at 1), so
+  // both workers end stage 1's backward at 4, then run stage 0's until 5. Stage 1's first piece
+  // goes at 4 (4 to 4.25); the second is posted at the holders' next MPI call, the end of that
+  // op: 5 to 5.25. Stage 0's ring, from 5, waits for it on the same links: 5.25 to 5.75.
+  Costs c = Costs::forward_backward(1, 1);
+  c.beta = 0.25;
+  c.stage_grad_bytes = 4;
+  c.ring_piece_bytes = 1;
+  const Schedule s = make_schedule(request("chimera", 2, 2));
+  SimResult r = simulate(s, c, {.shard_optimizer = true});
+  ASSERT_DOUBLE_EQ(r.allreduce[1].gather_end, 1);
+  ASSERT_DOUBLE_EQ(r.allreduce[1].start, 4);
+  ASSERT_DOUBLE_EQ(r.allreduce[0].start, 5);
+  EXPECT_DOUBLE_EQ(r.allreduce[1].end, 5.25);
+  EXPECT_DOUBLE_EQ(r.allreduce[0].end, 5.75);
+  EXPECT_DOUBLE_EQ(r.iteration_time, 5.75);
+  // Two blocks per op: the call halfway through it posts the second piece at 4.5.
+  c.layers = 4;
+  r = simulate(s, c, {.shard_optimizer = true});
+  EXPECT_DOUBLE_EQ(r.allreduce[1].end, 4.75);
+  EXPECT_DOUBLE_EQ(r.allreduce[0].end, 5.5);
+  // GPipe D=1 over 4 replicas: a ring of 4 ranks, 3 steps of a shard of 1 byte, one piece
+  // each, which arrives alpha after its last byte.
+  c.alpha = 0.01;
+  c.data_parallel = 4;
+  r = simulate(make_schedule(request("gpipe", 1, 1)), c, {.shard_optimizer = true});
+  EXPECT_NEAR(r.allreduce[0].end - r.allreduce[0].start, 3 * (0.25 + 0.01), 1e-12);
 }
 
 TEST(Simulate, TheTiedTablesGatherIsNeededAtEitherEnd) {

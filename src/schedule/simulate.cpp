@@ -301,6 +301,55 @@ double allgather_time(int r, double bytes, const Costs& c) {
   return std::log2(static_cast<double>(r)) * c.alpha + (r - 1.0) / r * c.beta * bytes;
 }
 
+// The runtime's ring reduce-scatter (comm::ShardRing) of `bytes` over `ranks` ranks, the sum's in
+// world-rank order (replica-major over the sorted holders `workers`), from `start`: r - 1 steps,
+// each in pieces of at most ring_piece_bytes of the step's shard. Every rank posts a piece once
+// it has sent and received the one before, at its next MPI call (`next_call(worker, t)`): the
+// holders' timelines stand for their replicas', so a piece is posted at the latest of the
+// holders' next calls. It then crosses every ring edge between hosts at once, each edge's
+// sending and receiving link (replica 0's stand for all: they carry the same bookings), after
+// what is booked there; so concurrent rings interleave their pieces on a shared link. Returns
+// when the last piece has arrived.
+template <class NextCall, class HostOf>
+double ring_reduce_scatter_end(const std::vector<int>& workers, int ranks, double bytes,
+                               double start, const Costs& c, HostOf host, NextCall next_call,
+                               std::vector<LinkBookings>& out, std::vector<LinkBookings>& in) {
+  if (ranks <= 1 || workers.empty()) return start;
+  const auto per_replica = static_cast<int>(workers.size());
+  std::vector<LinkBookings*> links;
+  const auto add_link = [&links](LinkBookings* link) {
+    if (std::find(links.begin(), links.end(), link) == links.end()) links.push_back(link);
+  };
+  for (int i = 0; i < ranks; ++i) {
+    const int from = workers[static_cast<std::size_t>(i % per_replica)];
+    const int to = workers[static_cast<std::size_t>((i + 1) % per_replica)];
+    const bool same_replica = i / per_replica == (i + 1) % ranks / per_replica;
+    if (same_replica && host(from) == host(to)) continue;
+    add_link(&out[static_cast<std::size_t>(host(from))]);
+    add_link(&in[static_cast<std::size_t>(host(to))]);
+  }
+  const double shard = bytes / ranks;
+  const int pieces = std::max(1, static_cast<int>(std::ceil(shard / c.ring_piece_bytes)));
+  double t = start;
+  for (int step = 0; step < ranks - 1; ++step) {
+    for (int k = 0; k < pieces; ++k) {
+      const double piece = std::min(c.ring_piece_bytes, shard - k * c.ring_piece_bytes);
+      // The first piece is posted as the sum starts (at the last holder's GradReady).
+      double post_at = t;
+      if (step > 0 || k > 0) {
+        for (const int w : workers) post_at = std::max(post_at, next_call(w, t));
+      }
+      if (links.empty()) {
+        t = post_at + c.host_alpha + c.host_beta * piece;
+      } else {
+        const double length = c.beta * piece;
+        t = book_together(links, post_at, length) + length + c.alpha;
+      }
+    }
+  }
+  return t;
+}
+
 }  // namespace
 
 SimResult Simulator::run(const Costs& costs) const {
@@ -508,53 +557,6 @@ SimResult Simulator::run(const Costs& costs) const {
   r.peak_activations = G.peak;
   r.weight_copies = G.copies;
 
-  // The runtime's ring reduce-scatter (comm::ShardRing) over the sum's ranks in world-rank order,
-  // from a->start: r - 1 steps, each in pieces of at most ring_piece_bytes of the step's shard.
-  // Every rank posts a piece once it has sent and received the one before, at its next MPI call:
-  // the holders' timelines stand for their replicas', so a piece is posted at the latest of the
-  // holders' next calls. It then crosses every ring edge between hosts at once, each edge's
-  // sending and receiving link (replica 0's stand for all: they carry the same bookings), after
-  // what is booked there; so concurrent rings interleave their pieces on a shared link.
-  const auto ring_reduce_scatter_end = [&](const StageAllreduce& a, double bytes) {
-    const int ranks = a.replicas;
-    if (ranks <= 1 || a.holders.empty()) return a.start;
-    std::vector<int> workers = a.holders;
-    std::sort(workers.begin(), workers.end());
-    std::vector<LinkBookings*> links;
-    const auto add_link = [&links](LinkBookings* link) {
-      if (std::find(links.begin(), links.end(), link) == links.end()) links.push_back(link);
-    };
-    for (int i = 0; i < ranks; ++i) {
-      const int from = workers[static_cast<std::size_t>(i) % workers.size()];
-      const int to = workers[static_cast<std::size_t>(i + 1) % workers.size()];
-      const int replica_from = i / static_cast<int>(workers.size());
-      const int replica_to = (i + 1) % ranks / static_cast<int>(workers.size());
-      if (replica_from == replica_to && host(from) == host(to)) continue;
-      add_link(&link_out[static_cast<std::size_t>(host(from))]);
-      add_link(&link_in[static_cast<std::size_t>(host(to))]);
-    }
-    const double shard = bytes / ranks;
-    const int pieces = std::max(1, static_cast<int>(std::ceil(shard / costs.ring_piece_bytes)));
-    double t = a.start;
-    for (int step = 0; step < ranks - 1; ++step) {
-      for (int k = 0; k < pieces; ++k) {
-        const double piece = std::min(costs.ring_piece_bytes, shard - k * costs.ring_piece_bytes);
-        // The first piece is posted as the sum starts (at the last holder's GradReady).
-        double post_at = t;
-        if (step > 0 || k > 0) {
-          for (const int w : workers) post_at = std::max(post_at, next_progress(w, t));
-        }
-        if (links.empty()) {
-          t = post_at + costs.host_alpha + costs.host_beta * piece;
-        } else {
-          const double length = costs.beta * piece;
-          t = book_together(links, post_at, length) + length + costs.alpha;
-        }
-      }
-    }
-    return t;
-  };
-
   // The sums: in the order they become ready (the tied table's after stages ready at the same
   // time); one at a time per host's link.
   for (int st = 0; st < G.stages; ++st) r.allreduce[st].ready = stage_ready[st];
@@ -602,7 +604,10 @@ SimResult Simulator::run(const Costs& costs) const {
     if (G.sharded) {
       a->start = a->ready;
       for (int w : a->holders) a->start = std::max(a->start, link_free[host(w)]);
-      a->end = ring_reduce_scatter_end(*a, bytes_of(*a));
+      std::vector<int> workers = a->holders;
+      std::sort(workers.begin(), workers.end());
+      a->end = ring_reduce_scatter_end(workers, a->replicas, bytes_of(*a), a->start, costs, host,
+                                       next_progress, link_out, link_in);
     } else if (!tree) {
       a->start = a->ready;
       for (int w : a->holders) a->start = std::max(a->start, link_free[host(w)]);

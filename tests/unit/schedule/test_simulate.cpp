@@ -379,63 +379,59 @@ TEST(Simulate, ABinomialSumIsLibnbcsTreeOnBothDirectionsOfTheLinks) {
   EXPECT_DOUBLE_EQ(simulate(s, c).iteration_time, 2 + 40);
 }
 
-TEST(Simulate, BinomialSumsOfDifferentConnectionsShareALinkEqually) {
-  // 1F1B D=2 N=1 W=2, both workers on one host: stage 1's sum (ranks 1 and 3) is ready at 3,
-  // stage 0's (ranks 0 and 2) at 4; each message takes 10 alone. The two reduce messages cross
-  // host 1's outgoing and host 0's incoming link, from 4 at half rate each: stage 1's ends at
-  // 4 + 2 * 9 = 22, stage 0's at 23. Stage 1's broadcast has the other direction alone from 22 to
-  // 23, then shares it with stage 0's: it ends at 23 + 2 * 9 = 41, stage 0's at 42. (Taking turns
-  // would end them at 23 and 33: flows of different connections do not, measured on TCP links.)
+// F = B = 1 and every stage message of a sum taking 10 alone (beta 1, 10 bytes), the sums
+// libnbc's binomial trees.
+SimResult simulate_binomial_sums(const ScheduleRequest& req, int replicas, int ranks_per_host = 1,
+                                 double gradient_bytes = 0) {
   Costs c = Costs::forward_backward(1, 1);
   c.beta = 1;
   c.stage_grad_bytes = 10;
+  c.gradient_bytes = gradient_bytes;
   c.binomial_allreduce = true;
-  c.data_parallel = 2;
-  c.ranks_per_host = 2;
-  const SimResult r = simulate(make_schedule(request("1f1b", 2, 1)), c);
-  ASSERT_DOUBLE_EQ(r.allreduce[1].ready, 3);
-  ASSERT_DOUBLE_EQ(r.allreduce[0].ready, 4);
-  EXPECT_DOUBLE_EQ(r.allreduce[1].end, 41);
-  EXPECT_DOUBLE_EQ(r.allreduce[0].end, 42);
+  c.data_parallel = replicas;
+  c.ranks_per_host = ranks_per_host;
+  return simulate(make_schedule(req), c);
+}
+
+// The sum was ready at `ready` and ended at `end`.
+void expect_sum(const StageAllreduce& a, double ready, double end) {
+  EXPECT_DOUBLE_EQ(a.ready, ready) << "stage " << a.stage;
+  EXPECT_DOUBLE_EQ(a.end, end) << "stage " << a.stage;
+}
+
+TEST(Simulate, BinomialSumsOfDifferentConnectionsShareALinkEqually) {
+  // 1F1B D=2 N=1 W=2, both workers on one host: stage 1's sum (ranks 1 and 3) is ready at 3,
+  // stage 0's (ranks 0 and 2) at 4. The two reduce messages cross host 1's outgoing and host 0's
+  // incoming link, from 4 at half rate each: stage 1's ends at 4 + 2 * 9 = 22, stage 0's at 23.
+  // Stage 1's broadcast has the other direction alone from 22 to 23, then shares it with stage
+  // 0's: it ends at 23 + 2 * 9 = 41, stage 0's at 42. (Taking turns would end them at 23 and 33:
+  // flows of different connections do not, measured on TCP links.)
+  const SimResult r = simulate_binomial_sums(request("1f1b", 2, 1), 2, 2);
+  expect_sum(r.allreduce[1], 3, 41);
+  expect_sum(r.allreduce[0], 4, 42);
   EXPECT_DOUBLE_EQ(r.iteration_time, 42);
 }
 
 TEST(Simulate, BinomialSumsBetweenOnePairOfRanksTakeTurnsOnTheirConnection) {
   // Chimera D=2 N=2, one replica: both stages (and the tied table) are summed between ranks 0
-  // and 1, stage 1's from 3, stage 0's and the table's from 4; each stage message takes 10. One
-  // connection moves its messages in the order they were posted: stage 1 up 3-13, down 13-23;
-  // stage 0 up 13-23 (while stage 1 goes down), down 23-33; the table's empty messages after
-  // stage 0's on each direction.
-  Costs c = Costs::forward_backward(1, 1);
-  c.beta = 1;
-  c.stage_grad_bytes = 10;
-  c.binomial_allreduce = true;
-  const SimResult r = simulate(make_schedule(request("chimera", 2, 2)), c);
-  ASSERT_DOUBLE_EQ(r.allreduce[1].ready, 3);
-  ASSERT_DOUBLE_EQ(r.allreduce[0].ready, 4);
-  ASSERT_DOUBLE_EQ(r.tied.ready, 4);
-  EXPECT_DOUBLE_EQ(r.allreduce[1].end, 23);
-  EXPECT_DOUBLE_EQ(r.allreduce[0].end, 33);
-  EXPECT_DOUBLE_EQ(r.tied.end, 33);
+  // and 1, stage 1's from 3, stage 0's and the table's from 4. One connection moves its messages
+  // in the order they were posted: stage 1 up 3-13, down 13-23; stage 0 up 13-23 (while stage 1
+  // goes down), down 23-33; the table's empty messages after stage 0's on each direction.
+  const SimResult r = simulate_binomial_sums(request("chimera", 2, 2), 1);
+  expect_sum(r.allreduce[1], 3, 23);
+  expect_sum(r.allreduce[0], 4, 33);
+  expect_sum(r.tied, 4, 33);
   EXPECT_DOUBLE_EQ(r.iteration_time, 33);
 }
 
 TEST(Simulate, BinomialSumsWaitForThePipelinesMessagesOnALink) {
-  // GPipe D=2 N=1 over W=2 replicas, a host per rank, F=B=1: stage 1's gradient is ready at 3,
-  // when its input gradient (link time 5) starts down to stage 0 on its host's outgoing link,
-  // which stage 1's reduce message needs too: the reduce moves from 8 to 18, the broadcast 18 to
-  // 28. Stage 0's gradient is ready at 9: its sum ends at 29.
-  Costs c = Costs::forward_backward(1, 1);
-  c.beta = 1;
-  c.gradient_bytes = 5;
-  c.stage_grad_bytes = 10;
-  c.binomial_allreduce = true;
-  c.data_parallel = 2;
-  const SimResult r = simulate(make_schedule(request("gpipe", 2, 1)), c);
-  ASSERT_DOUBLE_EQ(r.allreduce[1].ready, 3);
-  ASSERT_DOUBLE_EQ(r.allreduce[0].ready, 9);
-  EXPECT_DOUBLE_EQ(r.allreduce[1].end, 28);
-  EXPECT_DOUBLE_EQ(r.allreduce[0].end, 29);
+  // GPipe D=2 N=1 over W=2 replicas, a host per rank: stage 1's gradient is ready at 3, when its
+  // input gradient (link time 5) starts down to stage 0 on its host's outgoing link, which stage
+  // 1's reduce message needs too: the reduce moves from 8 to 18, the broadcast 18 to 28. Stage
+  // 0's gradient is ready at 9: its sum ends at 29.
+  const SimResult r = simulate_binomial_sums(request("gpipe", 2, 1), 2, 1, 5);
+  expect_sum(r.allreduce[1], 3, 28);
+  expect_sum(r.allreduce[0], 9, 29);
   EXPECT_DOUBLE_EQ(r.iteration_time, 29);
 }
 

@@ -400,8 +400,9 @@ class HangingRank(FaultCase):
 
     def test_a_stuck_collective_names_the_rank_that_does_not_answer(self):
         # Four replicas of one stage: rank 1 hangs before step 4 (outside any wait), the others
-        # wait in a gradient allreduce, probe its ranks and name the one that gave no answer:
-        # the waiting ranks answer each other's probes.
+        # wait in a collective it does not move (a gradient allreduce, or with sharded state the
+        # weight gather it started before hanging), probe its ranks and name the one that gave no
+        # answer: the waiting ranks answer each other's probes.
         r, took = train(self.base + ["--steps", "10", "--set", "parallel.scheme=gpipe",
                                      "--set", "parallel.stages=1", "--set", "runtime.watchdog_s=2"],
                         np_=4, extra_env={"CHIMERA_TEST_HANG_AT": "1:4"})
@@ -410,8 +411,8 @@ class HangingRank(FaultCase):
         lines = [l for l in r.stderr.splitlines() if "error: watchdog:" in l]
         self.assertTrue(lines, r.stderr[-3000:])
         for line in lines:
-            self.assertRegex(line, r"in allreduce of gradient '[^']+' \(step 4\); rank 1 answered "
-                                   r"no probe within 10 s; ")
+            self.assertRegex(line, r"in (allreduce of gradient|all-gather of weights) '[^']+' "
+                                   r"\(step 4\); rank 1 answered no probe within 10 s; ")
 
     def test_a_save_stuck_on_one_rank_ends_the_job_after_the_save_timeout(self):
         r, took = train(self.base + ["--steps", "10", "--save-every", "1",

@@ -238,8 +238,9 @@ class MultiHost(unittest.TestCase):
 
     def lose_a_host(self, how):
         """Trains on 4 hosts (W=2 x D=2, checkpoints every 5 steps) with the watchdog as it
-        is by default; after step 6, host n3 is lost `how` (cut: its link goes down; kill:
-        its ranks are SIGKILLed). Returns (output, seconds from the loss until no rank of the
+        is by default; after step 6 and once the first checkpoint is complete (`latest` names
+        it: a background save may finish a few steps after its own), host n3 is lost `how` (cut:
+        its link goes down; kill: its ranks are SIGKILLed). Returns (output, seconds from the loss until no rank of the
         other hosts is left, srun's status)."""
         ckpt, out = self.tmp / "ckpt", self.tmp / "m.jsonl"
         args = [str(SLURM_LOCAL), "exec", "srun", "--mpi=pmix", "--nodes=4", "--ntasks=4",
@@ -252,9 +253,9 @@ class MultiHost(unittest.TestCase):
         survivors = ("n1", "n2", "n4")
         try:
             deadline = time.monotonic() + 120
-            while not (out.exists() and len(metrics(out)) >= 6):
+            while not (out.exists() and len(metrics(out)) >= 6 and (ckpt / "latest").exists()):
                 self.assertIsNone(job.poll(), "the job ended before step 6")
-                self.assertLess(time.monotonic(), deadline, "the job never reached step 6")
+                self.assertLess(time.monotonic(), deadline, "the job never reached step 6 with a checkpoint")
                 time.sleep(0.2)
             lost_at = time.monotonic()
             if how == "cut":
@@ -306,7 +307,9 @@ class MultiHost(unittest.TestCase):
         line = self.assert_lost_host_reported(text, took, status)
         self.assertIn("error: watchdog:", line)
         self.assertRegex(line, r"waited [\d.]+ s, more than runtime\.watchdog_s \(\d+ s\), in "
-                               r"(recv|send|allreduce|the barrier|the checkpoint writer)|waiting in the ")
+                               r"(recv|send|allreduce|the barrier|the checkpoint writer"
+                               r"|the check whether every rank has written|the reduction of)"
+                               r"|waiting in the ")
         self.assertIn("ending the job with status 1 (internal/system failure)", line)
         # It names the lost peer and its host: the one awaited for a message; for a collective,
         # the one of its ranks that answered no probe (the survivors answer theirs).

@@ -18,6 +18,16 @@ namespace {
 
 constexpr double kNever = std::numeric_limits<double>::infinity();
 
+// v[i] for the int indices of messages, links and sums.
+template <class V>
+auto& at(V& v, int i) {
+  return v[static_cast<std::size_t>(i)];
+}
+
+// (time, index), earliest first.
+using Event = std::pair<double, int>;
+using Earliest = std::priority_queue<Event, std::vector<Event>, std::greater<>>;
+
 struct Message {
   int sum = 0;
   std::int64_t connection = 0;  // sender and receiver world ranks
@@ -84,7 +94,7 @@ class SumMessages {
     msg.available = sum.ready;
     msg.unmet = static_cast<int>(after.size());
     const int id = static_cast<int>(m_.size());
-    for (const int d : after) m_[static_cast<std::size_t>(d)].dependents.push_back(id);
+    for (const int d : after) at(m_, d).dependents.push_back(id);
     m_.push_back(std::move(msg));
     return id;
   }
@@ -107,22 +117,20 @@ std::vector<double> binomial_sums_end(const std::vector<BinomialSum>& sums, cons
   // Link messages whose predecessors have arrived, by the time their sender posts them; a
   // connection moves one message at a time, the one posted first (ties: the order the sums were
   // given), and queues the others.
-  using Posted = std::pair<double, int>;
-  std::priority_queue<Posted, std::vector<Posted>, std::greater<>> posted;
+  Earliest posted;                                           // (when posted, message)
   std::unordered_map<std::int64_t, std::deque<int>> queued;  // per connection moving a message
   std::vector<int> settled;
   // A message has arrived: its dependents whose predecessors have all arrived are posted, and
   // one through memory arrives after its time, and so on down its dependents.
-  const auto arrived = [&](int id, double at) {
-    m[static_cast<std::size_t>(id)].end = at;
+  const auto arrived = [&](int id, double when) {
+    at(m, id).end = when;
     settled.assign(1, id);
     while (!settled.empty()) {
-      const Message& done = m[static_cast<std::size_t>(settled.back())];
+      const Message& done = at(m, settled.back());
       settled.pop_back();
-      ends[static_cast<std::size_t>(done.sum)] =
-          std::max(ends[static_cast<std::size_t>(done.sum)], done.end);
+      at(ends, done.sum) = std::max(at(ends, done.sum), done.end);
       for (const int d : done.dependents) {
-        Message& next = m[static_cast<std::size_t>(d)];
+        Message& next = at(m, d);
         next.available = std::max(next.available, done.end);
         if (--next.unmet > 0) continue;
         if (next.out < 0) {
@@ -148,15 +156,11 @@ std::vector<double> binomial_sums_end(const std::vector<BinomialSum>& sums, cons
   // part (flows and the links they cross) get new rates; a flow's bytes left are brought up to
   // date when its rate changes.
   const auto booked = [&](int link) -> const LinkBookings& {
-    return link % 2 == 0 ? out[static_cast<std::size_t>(link / 2)]
-                         : in[static_cast<std::size_t>(link / 2)];
+    return link % 2 == 0 ? at(out, link / 2) : at(in, link / 2);
   };
   const auto links_of = [&](int id) {
-    const Message& msg = m[static_cast<std::size_t>(id)];
+    const Message& msg = at(m, id);
     return std::array<int, 2>{2 * msg.out, 2 * msg.in + 1};
-  };
-  const auto at = [](auto& v, int i) -> auto& {
-    return v[static_cast<std::size_t>(i)];
   };
   std::vector<std::vector<int>> crossing(static_cast<std::size_t>(2 * hosts));
   std::vector<double> capacity(static_cast<std::size_t>(2 * hosts), 0.0);
@@ -165,8 +169,6 @@ std::vector<double> binomial_sums_end(const std::vector<BinomialSum>& sums, cons
   std::vector<char> seen(static_cast<std::size_t>(2 * hosts), 0);
   std::vector<double> rate(m.size(), 0.0), since(m.size(), 0.0);
   std::vector<std::uint32_t> version(m.size(), 0);
-  using Event = std::pair<double, int>;
-  using Earliest = std::priority_queue<Event, std::vector<Event>, std::greater<>>;
   Earliest changes;  // (time, link): a booked interval on the link starts or ends
   std::priority_queue<std::tuple<double, std::uint32_t, int>,
                       std::vector<std::tuple<double, std::uint32_t, int>>, std::greater<>>
@@ -174,8 +176,8 @@ std::vector<double> binomial_sums_end(const std::vector<BinomialSum>& sums, cons
   Earliest by_share;
   std::vector<int> dirty, part_links, part_flows, finished;
   const auto start_moving = [&](int id, double now) {
-    since[static_cast<std::size_t>(id)] = now;
-    rate[static_cast<std::size_t>(id)] = 0;
+    at(since, id) = now;
+    at(rate, id) = 0;
     for (const int link : links_of(id)) {
       at(crossing, link).push_back(id);
       dirty.push_back(link);
@@ -195,12 +197,11 @@ std::vector<double> binomial_sums_end(const std::vector<BinomialSum>& sums, cons
     dirty.clear();
     for (std::size_t i = 0; i < part_links.size(); ++i) {
       for (const int id : at(crossing, part_links[i])) {
-        if (rate[static_cast<std::size_t>(id)] < 0) continue;  // reached already
-        Message& msg = m[static_cast<std::size_t>(id)];
-        msg.left -=
-            rate[static_cast<std::size_t>(id)] * (now - since[static_cast<std::size_t>(id)]);
-        since[static_cast<std::size_t>(id)] = now;
-        rate[static_cast<std::size_t>(id)] = -1;
+        if (at(rate, id) < 0) continue;  // reached already
+        Message& msg = at(m, id);
+        msg.left -= at(rate, id) * (now - at(since, id));
+        at(since, id) = now;
+        at(rate, id) = -1;
         part_flows.push_back(id);
         for (const int other : links_of(id)) {
           if (at(seen, other)) continue;
@@ -227,7 +228,7 @@ std::vector<double> binomial_sums_end(const std::vector<BinomialSum>& sums, cons
       by_share.pop();
       if (at(unfixed, link) == 0 || share != share_of(link)) continue;
       for (const int id : at(crossing, link)) {
-        double& r = rate[static_cast<std::size_t>(id)];
+        double& r = at(rate, id);
         if (r >= 0) continue;
         r = share;
         for (const int other : links_of(id)) {
@@ -237,12 +238,17 @@ std::vector<double> binomial_sums_end(const std::vector<BinomialSum>& sums, cons
       }
     }
     for (const int id : part_flows) {
-      const double r = rate[static_cast<std::size_t>(id)];
-      ++version[static_cast<std::size_t>(id)];
-      if (r > 0)
-        finishes.emplace(now + m[static_cast<std::size_t>(id)].left / r,
-                         version[static_cast<std::size_t>(id)], id);
+      const double r = at(rate, id);
+      ++at(version, id);
+      if (r > 0) finishes.emplace(now + at(m, id).left / r, at(version, id), id);
     }
+  };
+
+  // A rate change leaves the message's earlier finish behind, with an older version.
+  const auto drop_stale_finishes = [&] {
+    while (!finishes.empty() &&
+           std::get<1>(finishes.top()) != at(version, std::get<2>(finishes.top())))
+      finishes.pop();
   };
 
   for (double t = posted.empty() ? kNever : posted.top().first; t < kNever;) {
@@ -251,7 +257,7 @@ std::vector<double> binomial_sums_end(const std::vector<BinomialSum>& sums, cons
     while (!posted.empty() && posted.top().first <= t) {
       const int id = posted.top().second;
       posted.pop();
-      auto [it, idle] = queued.try_emplace(m[static_cast<std::size_t>(id)].connection);
+      auto [it, idle] = queued.try_emplace(at(m, id).connection);
       if (idle) {
         start_moving(id, t);
       } else {
@@ -267,26 +273,21 @@ std::vector<double> binomial_sums_end(const std::vector<BinomialSum>& sums, cons
       }
     }
     finished.clear();
-    while (!finishes.empty()) {
-      const auto [when, v, id] = finishes.top();
-      if (v != version[static_cast<std::size_t>(id)]) {
-        finishes.pop();
-        continue;
-      }
-      const Message& msg = m[static_cast<std::size_t>(id)];
-      if (when > t + 1e-9 * msg.total) break;
+    for (drop_stale_finishes(); !finishes.empty(); drop_stale_finishes()) {
+      const int id = std::get<2>(finishes.top());
+      if (std::get<0>(finishes.top()) > t + 1e-9 * at(m, id).total) break;
       finishes.pop();
       finished.push_back(id);
     }
     for (const int id : finished) {
-      ++version[static_cast<std::size_t>(id)];
-      m[static_cast<std::size_t>(id)].left = 0;
+      ++at(version, id);
+      at(m, id).left = 0;
       for (const int link : links_of(id)) {
         std::erase(at(crossing, link), id);
         dirty.push_back(link);
       }
       // The connection moves the next message it has queued, or falls idle.
-      const auto it = queued.find(m[static_cast<std::size_t>(id)].connection);
+      const auto it = queued.find(at(m, id).connection);
       if (it->second.empty()) {
         queued.erase(it);
       } else {
@@ -300,9 +301,7 @@ std::vector<double> binomial_sums_end(const std::vector<BinomialSum>& sums, cons
     share_again(t);
     double next = posted.empty() ? kNever : posted.top().first;
     if (!changes.empty()) next = std::min(next, changes.top().first);
-    while (!finishes.empty() && std::get<1>(finishes.top()) !=
-                                    version[static_cast<std::size_t>(std::get<2>(finishes.top()))])
-      finishes.pop();
+    drop_stale_finishes();
     if (!finishes.empty()) next = std::min(next, std::get<0>(finishes.top()));
     CHIMERA_REQUIRE(next < kNever || queued.empty(),
                     "the sums' messages cannot move (no link is ever free)");

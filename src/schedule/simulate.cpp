@@ -194,7 +194,8 @@ Simulator::Simulator(const Schedule& schedule, const LowerOptions& options) {
       G.peak[w] = std::max(G.peak[w], held);
     }
   }
-  // Who sums what is what the program says: a GradReady per held stage, a TiedGradReady.
+  // Who sums what is what the program says: a GradReady per held stage, a TiedGradReady. The
+  // holders come in worker order, as a sum's communicator orders its ranks within a replica.
   G.holders.assign(static_cast<std::size_t>(G.stages), {});
   for (int w = 0; w < G.workers; ++w) {
     for (const Instr& in : program.workers[w]) {
@@ -302,10 +303,10 @@ double allgather_time(int r, double bytes, const Costs& c) {
 }
 
 // The runtime's ring reduce-scatter (comm::ShardRing) of `bytes` over `ranks` ranks, the sum's in
-// world-rank order (replica-major over the sorted holders `workers`), from `start`: r - 1 steps,
-// each in pieces of at most ring_piece_bytes of the step's shard. Every rank posts a piece once
-// it has sent and received the one before, at its next MPI call (`next_call(worker, t)`): the
-// holders' timelines stand for their replicas', so a piece is posted at the latest of the
+// world-rank order (replica-major over the holders `workers`, in worker order), from `start`:
+// r - 1 steps, each in pieces of at most ring_piece_bytes of the step's shard. Every rank posts a
+// piece once it has sent and received the one before, at its next MPI call (`next_call(w, t)`):
+// the holders' timelines stand for their replicas', so a piece is posted at the latest of the
 // holders' next calls. It then crosses every ring edge between hosts at once, each edge's
 // sending and receiving link (replica 0's stand for all: they carry the same bookings), after
 // what is booked there; so concurrent rings interleave their pieces on a shared link. Returns
@@ -558,7 +559,8 @@ SimResult Simulator::run(const Costs& costs) const {
   r.weight_copies = G.copies;
 
   // The sums: in the order they become ready (the tied table's after stages ready at the same
-  // time); one at a time per host's link.
+  // time); the allreduces one at a time per host's link, the sharded rings piece by piece, the
+  // binomial trees as flows.
   for (int st = 0; st < G.stages; ++st) r.allreduce[st].ready = stage_ready[st];
   r.tied.ready = tied_ready;
   std::vector<StageAllreduce*> by_ready;
@@ -581,13 +583,11 @@ SimResult Simulator::run(const Costs& costs) const {
     }
     for (const StageAllreduce* a : by_ready) {
       // The sum's communicator orders its ranks by world rank: replica-major, then worker.
-      std::vector<int> workers = a->holders;
-      std::sort(workers.begin(), workers.end());
       detail::BinomialSum& sum = sums.emplace_back();
       sum.ready = a->ready;
       sum.bytes = bytes_of(*a);
       for (int j = 0; j < costs.data_parallel; ++j) {
-        for (const int w : workers) {
+        for (const int w : a->holders) {
           sum.ranks.push_back(j * G.workers + w);
           sum.hosts.push_back(j * hosts + host(w));
         }
@@ -601,16 +601,14 @@ SimResult Simulator::run(const Costs& costs) const {
     }
   }
   for (StageAllreduce* a : by_ready) {
-    if (G.sharded) {
+    if (!tree) {
       a->start = a->ready;
       for (int w : a->holders) a->start = std::max(a->start, link_free[host(w)]);
-      std::vector<int> workers = a->holders;
-      std::sort(workers.begin(), workers.end());
-      a->end = ring_reduce_scatter_end(workers, a->replicas, bytes_of(*a), a->start, costs, host,
+    }
+    if (G.sharded) {
+      a->end = ring_reduce_scatter_end(a->holders, a->replicas, bytes_of(*a), a->start, costs, host,
                                        next_progress, link_out, link_in);
     } else if (!tree) {
-      a->start = a->ready;
-      for (int w : a->holders) a->start = std::max(a->start, link_free[host(w)]);
       const bool one_host = within_one_host(*a);
       const Costs& net = one_host ? on_host : costs;
       const double bytes = bytes_of(*a);

@@ -78,7 +78,10 @@ namespace {
 }  // namespace
 
 void wait_until(WaitState (*test)(void*), void* arg, const WaitPolicy& policy,
-                const Doorbells* bell, const WaitLabel& label) {
+                const Doorbells* bell, const WaitLabel& label,
+                std::optional<std::uint32_t> bell_at_post) {
+  // Rings after this count may be for what this wait is for.
+  const std::uint32_t quiet = bell != nullptr ? bell_at_post.value_or(bell->seen()) : 0;
   double spin_until = -1.0;
   double sleep_us = 1.0;
   double started = -1.0;
@@ -97,7 +100,12 @@ void wait_until(WaitState (*test)(void*), void* arg, const WaitPolicy& policy,
     if (bell == nullptr) {
       sleep_seconds(sleep_us * 1e-6);
     } else {
-      bell->sleep(seen, state == WaitState::Idle ? policy.max_bell_sleep_us : sleep_us);
+      // The long sleep waits for a ring that is still to come. Once one has come, the message
+      // may be moving, in fragments that each need a test here while its sender, having rung
+      // once, rings no more: then the sleeps stay short until it is in.
+      const bool nothing_rang = seen == quiet;
+      bell->sleep(seen,
+                  state == WaitState::Idle && nothing_rang ? policy.max_bell_sleep_us : sleep_us);
       // A ring says that something arrived; it may take a few tests to complete (a message
       // queued behind another), so test without sleeping for a moment again.
       if (bell->seen() != seen) {
@@ -111,7 +119,8 @@ void wait_until(WaitState (*test)(void*), void* arg, const WaitPolicy& policy,
 }
 
 void wait(MPI_Request& request, const WaitPolicy& policy, bool (*poll)(void*), void* poll_arg,
-          const Doorbells* bell, const WaitLabel& label) {
+          const Doorbells* bell, const WaitLabel& label,
+          std::optional<std::uint32_t> bell_at_post) {
   struct Wait {
     MPI_Request& request;
     bool (*poll)(void*);
@@ -130,7 +139,7 @@ void wait(MPI_Request& request, const WaitPolicy& policy, bool (*poll)(void*), v
         if (done != 0) return WaitState::Done;
         return x.busy ? WaitState::Busy : WaitState::Idle;
       },
-      &w, policy, bell, label);
+      &w, policy, bell, label, bell_at_post);
 }
 
 void barrier(MPI_Comm comm, const WaitPolicy& policy, const WaitLabel& label) {

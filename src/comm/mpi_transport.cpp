@@ -51,9 +51,13 @@ Transport::Request MpiTransport::add(MPI_Request request, int peer, bool send) {
 
 Transport::Request MpiTransport::post_recv(const Message& m, float* buffer) {
   MPI_Request r = MPI_REQUEST_NULL;
+  // Read first: the sender's ring may come as soon as the receive is posted.
+  const std::uint32_t bell_at_post = bells_ ? bells_->seen() : 0;
   MPI_CHECK(MPI_Irecv(buffer, static_cast<int>(floats_), MPI_FLOAT, m.src, tag(m),
                       comms_.pipeline(), &r));
-  return add(r, m.src, false);
+  const Request request = add(r, m.src, false);
+  pending_[static_cast<std::size_t>(request)].bell_at_post = bell_at_post;
+  return request;
 }
 
 Transport::Request MpiTransport::send(const Message& m, const float* buffer) {
@@ -105,7 +109,8 @@ void MpiTransport::wait(Request r, const WaitLabel& label) {
           const Outstanding o = x.self->progress_all();
           return o.sums || o.sends || x.is_send;
         },
-        &poll, bells_ && bells_->shared_with(p.peer) ? &*bells_ : nullptr, label);
+        &poll, bells_ && bells_->shared_with(p.peer) ? &*bells_ : nullptr, label,
+        p.send ? std::nullopt : std::optional<std::uint32_t>(p.bell_at_post));
     p.done = true;
   }
   // A sender draining its sends may sleep on its bell: tell it its message is in.

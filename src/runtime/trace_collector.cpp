@@ -2,6 +2,7 @@
 
 #include <climits>
 
+#include "chimera/comm/clock_offset.hpp"
 #include "chimera/comm/mpi.hpp"
 #include "chimera/core/timer.hpp"
 
@@ -9,8 +10,16 @@ namespace chimera::runtime {
 
 TraceCollector::TraceCollector(MPI_Comm comm, std::string path)
     : comm_(comm), path_(std::move(path)) {
-  MPI_CHECK(MPI_Barrier(comm_));
-  origin_s_ = now_seconds();
+  if (!enabled()) return;
+  // One origin on rank 0's clock, taken into each rank's own clock.
+  const double offset = comm::offset_to_rank0(comm_);
+  double origin_on_rank0 = now_seconds();
+  // Ranks already timed wait without spinning: where ranks share cores, spinning ones would
+  // stretch the round trips of those still timed.
+  MPI_Request request = MPI_REQUEST_NULL;
+  MPI_CHECK(MPI_Ibcast(&origin_on_rank0, 1, MPI_DOUBLE, 0, comm_, &request));
+  comm::wait(request, comm::WaitPolicy{});
+  origin_s_ = origin_on_rank0 - offset;
 }
 
 void TraceCollector::write() {

@@ -1,7 +1,7 @@
 #pragma once
 // Collects this rank's trace events over a run and, at the end, ships every rank's events to
-// rank 0, which writes one Chrome trace (pid = rank). All ranks share one clock origin taken
-// right after a barrier, so lanes of different ranks line up.
+// rank 0, which writes one Chrome trace (pid = rank). Every rank measures its clock against rank
+// 0's, so that all lanes count from one instant and a message's send and its receipt line up.
 #include <mpi.h>
 
 #include <string>
@@ -13,7 +13,7 @@ namespace chimera::runtime {
 
 class TraceCollector {
  public:
-  // Collective over `comm`: barrier, then every rank takes its origin.
+  // Collective over `comm` when tracing: every rank takes the common origin in its own clock.
   TraceCollector(MPI_Comm comm, std::string path);
 
   bool enabled() const { return !path_.empty(); }

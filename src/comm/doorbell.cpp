@@ -13,8 +13,10 @@
 namespace chimera::comm {
 
 namespace {
-// Each bell on its own cache line, so that ringing one rank does not disturb its neighbours'.
+// Each bell on its own cache line, so that ringing one rank does not disturb its neighbours';
+// the counts of announced messages follow on lines of their own.
 constexpr MPI_Aint kBellBytes = 64;
+constexpr std::size_t kCountsOffset = kBellBytes / sizeof(std::uint32_t);
 
 std::atomic_ref<std::uint32_t> counter(std::uint32_t* bell) {
   return std::atomic_ref<std::uint32_t>(*bell);
@@ -24,12 +26,17 @@ std::atomic_ref<std::uint32_t> counter(std::uint32_t* bell) {
 Doorbells::Doorbells(MPI_Comm comm) {
   int size = 0;
   MPI_CHECK(MPI_Comm_size(comm, &size));
+  MPI_CHECK(MPI_Comm_rank(comm, &rank_));
   MPI_CHECK(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node_));
   MPI_CHECK(MPI_Comm_set_errhandler(node_, MPI_ERRORS_RETURN));
   // The futex is shared between processes (no FUTEX_PRIVATE_FLAG), which works on any mapping
   // the processes share, as MPI's shared windows are.
-  MPI_CHECK(MPI_Win_allocate_shared(kBellBytes, 1, MPI_INFO_NULL, node_, &mine_, &window_));
-  counter(mine_).store(0);
+  const MPI_Aint counts_bytes = static_cast<MPI_Aint>(sizeof(std::uint32_t)) * size;
+  const MPI_Aint segment = kBellBytes + (counts_bytes + kBellBytes - 1) / kBellBytes * kBellBytes;
+  MPI_CHECK(MPI_Win_allocate_shared(segment, 1, MPI_INFO_NULL, node_, &mine_, &window_));
+  for (std::size_t i = 0; i < kCountsOffset + static_cast<std::size_t>(size); ++i) {
+    counter(mine_ + i).store(0);
+  }
 
   MPI_Group comm_group = MPI_GROUP_NULL;
   MPI_Group node_group = MPI_GROUP_NULL;
@@ -71,6 +78,18 @@ void Doorbells::ring(int peer) const {
   if (bell == nullptr) return;
   counter(bell).fetch_add(1);
   syscall(SYS_futex, bell, FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);
+}
+
+void Doorbells::announce(int peer) const {
+  std::uint32_t* bell = bell_.at(static_cast<std::size_t>(peer));
+  if (bell == nullptr) return;
+  counter(bell + kCountsOffset + rank_).fetch_add(1);
+  ring(peer);
+}
+
+std::uint32_t Doorbells::announced_by(int peer) const {
+  if (bell_.at(static_cast<std::size_t>(peer)) == nullptr) return 0;
+  return counter(mine_ + kCountsOffset + peer).load();
 }
 
 std::uint32_t Doorbells::seen() const {

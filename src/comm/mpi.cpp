@@ -78,10 +78,7 @@ namespace {
 }  // namespace
 
 void wait_until(WaitState (*test)(void*), void* arg, const WaitPolicy& policy,
-                const Doorbells* bell, const WaitLabel& label,
-                std::optional<std::uint32_t> bell_at_post) {
-  // Rings after this count may be for what this wait is for.
-  const std::uint32_t quiet = bell != nullptr ? bell_at_post.value_or(bell->seen()) : 0;
+                const Doorbells* bell, const WaitLabel& label, std::optional<Announced> announced) {
   double spin_until = -1.0;
   double sleep_us = 1.0;
   double started = -1.0;
@@ -100,12 +97,13 @@ void wait_until(WaitState (*test)(void*), void* arg, const WaitPolicy& policy,
     if (bell == nullptr) {
       sleep_seconds(sleep_us * 1e-6);
     } else {
-      // The long sleep waits for a ring that is still to come. Once one has come, the message
-      // may be moving, in fragments that each need a test here while its sender, having rung
-      // once, rings no more: then the sleeps stay short until it is in.
-      const bool nothing_rang = seen == quiet;
+      // The long sleep waits for a ring that is still to come. Once the sender has announced
+      // its message, that message may be moving, in fragments that each need a test here while
+      // the sender, having rung once, rings no more: then the sleeps stay short until it is in.
+      const bool under_way =
+          announced && bell->announced_by(announced->sender) != announced->at_post;
       bell->sleep(seen,
-                  state == WaitState::Idle && nothing_rang ? policy.max_bell_sleep_us : sleep_us);
+                  state == WaitState::Idle && !under_way ? policy.max_bell_sleep_us : sleep_us);
       // A ring says that something arrived; it may take a few tests to complete (a message
       // queued behind another), so test without sleeping for a moment again.
       if (bell->seen() != seen) {
@@ -119,8 +117,7 @@ void wait_until(WaitState (*test)(void*), void* arg, const WaitPolicy& policy,
 }
 
 void wait(MPI_Request& request, const WaitPolicy& policy, bool (*poll)(void*), void* poll_arg,
-          const Doorbells* bell, const WaitLabel& label,
-          std::optional<std::uint32_t> bell_at_post) {
+          const Doorbells* bell, const WaitLabel& label, std::optional<Announced> announced) {
   struct Wait {
     MPI_Request& request;
     bool (*poll)(void*);
@@ -139,7 +136,7 @@ void wait(MPI_Request& request, const WaitPolicy& policy, bool (*poll)(void*), v
         if (done != 0) return WaitState::Done;
         return x.busy ? WaitState::Busy : WaitState::Idle;
       },
-      &w, policy, bell, label, bell_at_post);
+      &w, policy, bell, label, announced);
 }
 
 void barrier(MPI_Comm comm, const WaitPolicy& policy, const WaitLabel& label) {

@@ -51,12 +51,12 @@ Transport::Request MpiTransport::add(MPI_Request request, int peer, bool send) {
 
 Transport::Request MpiTransport::post_recv(const Message& m, float* buffer) {
   MPI_Request r = MPI_REQUEST_NULL;
-  // Read first: the sender's ring may come as soon as the receive is posted.
-  const std::uint32_t bell_at_post = bells_ ? bells_->seen() : 0;
+  // Read first: the sender may announce its message as soon as the receive is posted.
+  const std::uint32_t announced = bells_ ? bells_->announced_by(m.src) : 0;
   MPI_CHECK(MPI_Irecv(buffer, static_cast<int>(floats_), MPI_FLOAT, m.src, tag(m),
                       comms_.pipeline(), &r));
   const Request request = add(r, m.src, false);
-  pending_[static_cast<std::size_t>(request)].bell_at_post = bell_at_post;
+  pending_[static_cast<std::size_t>(request)].announced_at_post = announced;
   return request;
 }
 
@@ -64,7 +64,7 @@ Transport::Request MpiTransport::send(const Message& m, const float* buffer) {
   MPI_Request r = MPI_REQUEST_NULL;
   MPI_CHECK(MPI_Isend(buffer, static_cast<int>(floats_), MPI_FLOAT, m.dst, tag(m),
                       comms_.pipeline(), &r));
-  if (bells_) bells_->ring(m.dst);
+  if (bells_) bells_->announce(m.dst);
   return add(r, m.dst, true);
 }
 
@@ -110,7 +110,7 @@ void MpiTransport::wait(Request r, const WaitLabel& label) {
           return o.sums || o.sends || x.is_send;
         },
         &poll, bells_ && bells_->shared_with(p.peer) ? &*bells_ : nullptr, label,
-        p.send ? std::nullopt : std::optional<std::uint32_t>(p.bell_at_post));
+        p.send ? std::nullopt : std::optional<Announced>(Announced{p.peer, p.announced_at_post}));
     p.done = true;
   }
   // A sender draining its sends may sleep on its bell: tell it its message is in.

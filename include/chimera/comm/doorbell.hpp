@@ -4,7 +4,9 @@
 // 2-core machine and delay the ranks that compute, or it sleeps and notices the message late.
 // A doorbell is one 32-bit counter per rank in a node-shared MPI window: a sender rings the
 // receiver's bell after MPI_Isend, and a receiver sleeps on it (a Linux futex) until it changes
-// or a timeout passes. A peer on another node cannot ring; waits for it keep polling.
+// or a timeout passes. Beside it, each rank counts the messages each peer of its node has
+// announced to it (posted), so that a wait can tell its own message under way from other rings.
+// A peer on another node cannot ring; waits for it keep polling.
 #include <mpi.h>
 
 #include <cstdint>
@@ -24,6 +26,10 @@ class Doorbells {
   bool shared_with(int peer) const;
   // Wakes `peer` if it sleeps on its bell (no effect when !shared_with(peer)).
   void ring(int peer) const;
+  // Counts a message just posted to `peer` as announced by this rank, then rings it.
+  void announce(int peer) const;
+  // How many messages `peer` has announced to this rank (0 when !shared_with(peer)).
+  std::uint32_t announced_by(int peer) const;
   // This rank's counter now: read it before testing for what you wait for, then pass it to
   // sleep(), so that a ring in between is never lost.
   std::uint32_t seen() const;
@@ -33,8 +39,11 @@ class Doorbells {
  private:
   MPI_Comm node_ = MPI_COMM_NULL;
   MPI_Win window_ = MPI_WIN_NULL;
+  int rank_ = 0;  // in the communicator
   std::uint32_t* mine_ = nullptr;
-  std::vector<std::uint32_t*> bell_;  // [rank of comm] its counter, or null on another node
+  // [rank of comm] its counter, or null on another node; the counts of announced messages
+  // follow it, one per rank of the communicator.
+  std::vector<std::uint32_t*> bell_;
 };
 
 }  // namespace chimera::comm

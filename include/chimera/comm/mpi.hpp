@@ -83,21 +83,27 @@ enum class WaitState {
   Busy,  // not done; outstanding work needs this rank's MPI progress (sleep short)
 };
 
+// For a wait on a receive from a rank of this node: that rank, and how many messages it had
+// announced to this one when the receive was posted (Doorbells::announced_by).
+struct Announced {
+  int sender = -1;
+  std::uint32_t at_post = 0;
+};
+
 // Waits until `test(arg)` says Done, without monopolising a core. `bell` (may be null) is this
 // rank's doorbell when whoever completes the awaited event rings it. `label` names the wait in
-// the watchdog's message. `bell_at_post`: the bell's counter when the awaited receive was posted
-// (default: at the start of the wait); a ring since then may be its sender's, so the wait no
-// longer sleeps long on the bell.
+// the watchdog's message. `announced`: once its sender has announced a message since the
+// receive was posted, the message may be moving, and the wait no longer sleeps long on the bell.
 void wait_until(WaitState (*test)(void*), void* arg, const WaitPolicy& policy,
                 const Doorbells* bell = nullptr, const WaitLabel& label = {},
-                std::optional<std::uint32_t> bell_at_post = std::nullopt);
+                std::optional<Announced> announced = std::nullopt);
 
 // Waits for one request. `poll` (may be empty) runs between tests: it is how outstanding sends
 // and eager allreduces make progress during a wait, and it returns whether any of them still
 // needs this rank's progress.
 void wait(MPI_Request& request, const WaitPolicy& policy, bool (*poll)(void*) = nullptr,
           void* poll_arg = nullptr, const Doorbells* bell = nullptr, const WaitLabel& label = {},
-          std::optional<std::uint32_t> bell_at_post = std::nullopt);
+          std::optional<Announced> announced = std::nullopt);
 
 // A barrier over `comm` whose wait is a wait like the others: watched by the watchdog, and
 // answering the probes of a peer stuck elsewhere (peer_probe.hpp). Before a step's reductions,

@@ -40,8 +40,8 @@ class MpiTransport final : public Transport {
     MPI_Request request = MPI_REQUEST_NULL;
     int peer = -1;
     bool send = false;
-    bool done = false;               // seen complete by a progress() during some wait
-    std::uint32_t bell_at_post = 0;  // this rank's doorbell counter when a receive was posted
+    bool done = false;                    // seen complete by a progress() during some wait
+    std::uint32_t announced_at_post = 0;  // a receive's Doorbells::announced_by(peer) then
   };
   int tag(const schedule::Message& m) const;
   Request add(MPI_Request request, int peer, bool send);

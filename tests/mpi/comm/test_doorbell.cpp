@@ -8,6 +8,7 @@
 #include <mpi.h>
 
 #include <thread>
+#include <vector>
 
 #include "chimera/comm/doorbell.hpp"
 #include "chimera/comm/mpi.hpp"
@@ -133,6 +134,35 @@ TEST(Doorbells, AWaitOnTheBellCompletesTheReceive) {
   EXPECT_EQ(incoming, 1000 + prev);
   EXPECT_LT(clock.seconds(), 4.0) << "the wait slept to its cap instead of waking at the ring";
   wait(send, WaitPolicy{});
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
+// A message announced to the next rank of the node counts there as announced by this rank and
+// no other; a plain ring (as a receiver's "your message is in") counts as none. A rank alone on
+// its node announces to itself.
+TEST(Doorbells, AnAnnouncementCountsOnlyForItsSender) {
+  const Doorbells bells(MPI_COMM_WORLD);
+  const NodePeer peer = node_peer(bells);
+  const int n = world_size();
+  std::vector<std::uint32_t> before(static_cast<std::size_t>(n));
+  for (int r = 0; r < n; ++r) before[static_cast<std::size_t>(r)] = bells.announced_by(r);
+  MPI_Barrier(MPI_COMM_WORLD);
+  bells.ring(peer.next);
+  bells.announce(peer.next);
+  MPI_Barrier(MPI_COMM_WORLD);
+  // The rank whose next is this one: the previous rank of this node.
+  int previous = world_rank();
+  for (int step = 1; step < n; ++step) {
+    const int r = (world_rank() + n - step) % n;
+    if (bells.shared_with(r)) {
+      previous = r;
+      break;
+    }
+  }
+  for (int r = 0; r < n; ++r) {
+    const std::uint32_t added = bells.announced_by(r) - before[static_cast<std::size_t>(r)];
+    EXPECT_EQ(added, r == previous ? 1U : 0U) << "rank " << world_rank() << ", sender " << r;
+  }
   MPI_Barrier(MPI_COMM_WORLD);
 }
 

@@ -101,7 +101,7 @@ void wait_until(WaitState (*test)(void*), void* arg, const WaitPolicy& policy,
       // its message, that message may be moving, in fragments that each need a test here while
       // the sender, having rung once, rings no more: then the sleeps stay short until it is in.
       const bool under_way =
-          announced && bell->announced_by(announced->sender) != announced->at_post;
+          announced && bell->announced_by(announced->sender) != announced->received;
       bell->sleep(seen,
                   state == WaitState::Idle && !under_way ? policy.max_bell_sleep_us : sleep_us);
       // A ring says that something arrived; it may take a few tests to complete (a message

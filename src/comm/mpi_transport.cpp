@@ -22,6 +22,9 @@ MpiTransport::MpiTransport(const schedule::Schedule& sched, const Topology& topo
   CHIMERA_CHECK(floats_ <= static_cast<std::size_t>(INT_MAX),
                 "a message of {} floats is more than one MPI call can send", floats_);
   if (policy.doorbells) bells_.emplace(comms.pipeline());
+  int group = 0;
+  MPI_CHECK(MPI_Comm_size(comms.pipeline(), &group));
+  received_from_.assign(static_cast<std::size_t>(group), 0);
   void* value = nullptr;
   int flag = 0;
   MPI_CHECK(MPI_Comm_get_attr(comms.pipeline(), MPI_TAG_UB, &value, &flag));
@@ -51,13 +54,9 @@ Transport::Request MpiTransport::add(MPI_Request request, int peer, bool send) {
 
 Transport::Request MpiTransport::post_recv(const Message& m, float* buffer) {
   MPI_Request r = MPI_REQUEST_NULL;
-  // Read first: the sender may announce its message as soon as the receive is posted.
-  const std::uint32_t announced = bells_ ? bells_->announced_by(m.src) : 0;
   MPI_CHECK(MPI_Irecv(buffer, static_cast<int>(floats_), MPI_FLOAT, m.src, tag(m),
                       comms_.pipeline(), &r));
-  const Request request = add(r, m.src, false);
-  pending_[static_cast<std::size_t>(request)].announced_at_post = announced;
-  return request;
+  return add(r, m.src, false);
 }
 
 Transport::Request MpiTransport::send(const Message& m, const float* buffer) {
@@ -74,6 +73,7 @@ bool MpiTransport::test(Request r) {
     int done = 0;
     MPI_CHECK(MPI_Test(&p.request, &done, MPI_STATUS_IGNORE));
     p.done = done != 0;
+    if (p.done) ++received_from_[static_cast<std::size_t>(p.peer)];
   }
   if (p.done) free_.push_back(r);
   return p.done;
@@ -110,8 +110,11 @@ void MpiTransport::wait(Request r, const WaitLabel& label) {
           return o.sums || o.sends || x.is_send;
         },
         &poll, bells_ && bells_->shared_with(p.peer) ? &*bells_ : nullptr, label,
-        p.send ? std::nullopt : std::optional<Announced>(Announced{p.peer, p.announced_at_post}));
+        p.send ? std::nullopt
+               : std::optional<Announced>(
+                     Announced{p.peer, received_from_[static_cast<std::size_t>(p.peer)]}));
     p.done = true;
+    if (!p.send) ++received_from_[static_cast<std::size_t>(p.peer)];
   }
   // A sender draining its sends may sleep on its bell: tell it its message is in.
   if (!p.send && bells_) bells_->ring(p.peer);

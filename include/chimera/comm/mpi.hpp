@@ -83,17 +83,18 @@ enum class WaitState {
   Busy,  // not done; outstanding work needs this rank's MPI progress (sleep short)
 };
 
-// For a wait on a receive from a rank of this node: that rank, and how many messages it had
-// announced to this one when the receive was posted (Doorbells::announced_by).
+// For a wait on a receive from a rank of this node: that rank, and how many of its messages this
+// rank has received so far. While the sender has announced more (Doorbells::announced_by), one
+// of its messages is under way, most likely the one awaited.
 struct Announced {
   int sender = -1;
-  std::uint32_t at_post = 0;
+  std::uint32_t received = 0;
 };
 
 // Waits until `test(arg)` says Done, without monopolising a core. `bell` (may be null) is this
 // rank's doorbell when whoever completes the awaited event rings it. `label` names the wait in
-// the watchdog's message. `announced`: once its sender has announced a message since the
-// receive was posted, the message may be moving, and the wait no longer sleeps long on the bell.
+// the watchdog's message. `announced`: while the sender has a message under way, that message
+// may need this rank's tests to move, and the wait does not sleep long on the bell.
 void wait_until(WaitState (*test)(void*), void* arg, const WaitPolicy& policy,
                 const Doorbells* bell = nullptr, const WaitLabel& label = {},
                 std::optional<Announced> announced = std::nullopt);

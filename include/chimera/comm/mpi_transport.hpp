@@ -40,8 +40,7 @@ class MpiTransport final : public Transport {
     MPI_Request request = MPI_REQUEST_NULL;
     int peer = -1;
     bool send = false;
-    bool done = false;                    // seen complete by a progress() during some wait
-    std::uint32_t announced_at_post = 0;  // a receive's Doorbells::announced_by(peer) then
+    bool done = false;  // seen complete by a progress() during some wait
   };
   int tag(const schedule::Message& m) const;
   Request add(MPI_Request request, int peer, bool send);
@@ -64,6 +63,9 @@ class MpiTransport final : public Transport {
   std::optional<Doorbells> bells_;
   StageSums sums_;
   std::vector<Pending> pending_;  // by request id; ids are reused through free_
+  // [rank of the pipeline group] the messages received from it so far: while it has announced
+  // more (Doorbells::announced_by), one of its messages is under way.
+  std::vector<std::uint32_t> received_from_;
   std::vector<Request> free_;
 };
 

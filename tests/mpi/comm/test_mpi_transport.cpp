@@ -69,5 +69,35 @@ TEST(MpiTransport, ALargeMessageArrivesThoughItsReceiverWaitsAfterTheRing) {
   MPI_Barrier(MPI_COMM_WORLD);
 }
 
+// The same message sent before its receive is posted: its announcement comes first, and the
+// receiver's wait must still count it as under way.
+TEST(MpiTransport, ALargeMessageSentBeforeItsReceiveIsPostedArrives) {
+  if (world_size() % 2 != 0) GTEST_SKIP() << "needs an even number of ranks (pairs of workers)";
+  const schedule::Schedule sched = two_stage_schedule();
+  const Topology topo = Topology::make(world_size(), world_rank(), sched);
+  const Communicators comms(topo, MPI_COMM_WORLD);
+  WaitPolicy policy;
+  policy.max_bell_sleep_us = 5e6;
+  constexpr std::size_t kFloats = std::size_t{4} << 20;  // 16 MB
+  MpiTransport transport(sched, topo, comms, policy, kFloats);
+  const schedule::Message activation{schedule::Payload::Activation, 0, 0, 0, 0, 1};
+  std::vector<float> out(kFloats, static_cast<float>(topo.replica + 1)), in(kFloats, -1.0F);
+  const Stopwatch clock;
+  if (topo.worker == 0) {
+    const Transport::Request send = transport.send(activation, out.data());
+    MPI_Barrier(MPI_COMM_WORLD);
+    transport.wait(send, [] { return std::string("the activation's send"); });
+  } else {
+    MPI_Barrier(MPI_COMM_WORLD);
+    sleep_seconds(0.050);
+    const Transport::Request recv = transport.post_recv(activation, in.data());
+    transport.wait(recv, [] { return std::string("the activation"); });
+    EXPECT_EQ(in.front(), static_cast<float>(topo.replica + 1));
+    EXPECT_EQ(in.back(), static_cast<float>(topo.replica + 1));
+  }
+  EXPECT_LT(clock.seconds(), 2.5) << "a receiver slept on its bell while its message was in flight";
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
 }  // namespace
 }  // namespace chimera::comm

@@ -34,18 +34,31 @@ schedule::Schedule two_stage_schedule() {
   return s;
 }
 
+// The two workers of this rank's group, their transport with a 5 s cap on the bell's sleep (a
+// wait that sleeps it out fails the cases' 2.5 s bound), and 16 MB messages: this rank's to
+// send, holding its replica's number + 1, and the one it receives.
+struct WorkerPair {
+  static constexpr std::size_t kFloats = std::size_t{4} << 20;
+  static WaitPolicy slow_bell() {
+    WaitPolicy policy;
+    policy.max_bell_sleep_us = 5e6;
+    return policy;
+  }
+  schedule::Schedule sched = two_stage_schedule();
+  Topology topo = Topology::make(world_size(), world_rank(), sched);
+  Communicators comms{topo, MPI_COMM_WORLD};
+  MpiTransport transport{sched, topo, comms, slow_bell(), kFloats};
+  std::vector<float> out = std::vector<float>(kFloats, static_cast<float>(topo.replica + 1));
+  std::vector<float> in = std::vector<float>(kFloats, -1.0F);
+};
+
+const schedule::Message activation{schedule::Payload::Activation, 0, 0, 0, 0, 1};
+const schedule::Message gradient{schedule::Payload::Gradient, 0, 1, 0, 1, 0};
+
 TEST(MpiTransport, ALargeMessageArrivesThoughItsReceiverWaitsAfterTheRing) {
   if (world_size() % 2 != 0) GTEST_SKIP() << "needs an even number of ranks (pairs of workers)";
-  const schedule::Schedule sched = two_stage_schedule();
-  const Topology topo = Topology::make(world_size(), world_rank(), sched);
-  const Communicators comms(topo, MPI_COMM_WORLD);
-  WaitPolicy policy;
-  policy.max_bell_sleep_us = 5e6;
-  constexpr std::size_t kFloats = std::size_t{4} << 20;  // 16 MB
-  MpiTransport transport(sched, topo, comms, policy, kFloats);
-  const schedule::Message activation{schedule::Payload::Activation, 0, 0, 0, 0, 1};
-  const schedule::Message gradient{schedule::Payload::Gradient, 0, 1, 0, 1, 0};
-  std::vector<float> out(kFloats, static_cast<float>(topo.replica + 1)), in(kFloats, -1.0F);
+  WorkerPair pair;
+  auto& [sched, topo, comms, transport, out, in] = pair;
 
   // Worker 0 sends the activation and waits for the gradient, worker 1 the other way round.
   const bool sender = topo.worker == 0;
@@ -73,15 +86,8 @@ TEST(MpiTransport, ALargeMessageArrivesThoughItsReceiverWaitsAfterTheRing) {
 // receiver's wait must still count it as under way.
 TEST(MpiTransport, ALargeMessageSentBeforeItsReceiveIsPostedArrives) {
   if (world_size() % 2 != 0) GTEST_SKIP() << "needs an even number of ranks (pairs of workers)";
-  const schedule::Schedule sched = two_stage_schedule();
-  const Topology topo = Topology::make(world_size(), world_rank(), sched);
-  const Communicators comms(topo, MPI_COMM_WORLD);
-  WaitPolicy policy;
-  policy.max_bell_sleep_us = 5e6;
-  constexpr std::size_t kFloats = std::size_t{4} << 20;  // 16 MB
-  MpiTransport transport(sched, topo, comms, policy, kFloats);
-  const schedule::Message activation{schedule::Payload::Activation, 0, 0, 0, 0, 1};
-  std::vector<float> out(kFloats, static_cast<float>(topo.replica + 1)), in(kFloats, -1.0F);
+  WorkerPair pair;
+  auto& [sched, topo, comms, transport, out, in] = pair;
   const Stopwatch clock;
   if (topo.worker == 0) {
     const Transport::Request send = transport.send(activation, out.data());

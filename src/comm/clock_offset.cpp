@@ -6,7 +6,9 @@
 
 namespace chimera::comm {
 
-double offset_to_rank0(MPI_Comm comm, double (*clock)()) {
+namespace {
+
+double offset_on(MPI_Comm comm, double (*clock)()) {
   constexpr int kRounds = 8;
   constexpr int kTurnTag = 0, kPingTag = 1;
   int rank = 0, size = 1;
@@ -40,6 +42,17 @@ double offset_to_rank0(MPI_Comm comm, double (*clock)()) {
       offset = reading - 0.5 * (sent + received);
     }
   }
+  return offset;
+}
+
+}  // namespace
+
+double offset_to_rank0(MPI_Comm caller, double (*clock)()) {
+  // Its own communicator, so that its tags never meet a message the caller has in flight.
+  MPI_Comm comm = MPI_COMM_NULL;
+  MPI_CHECK(MPI_Comm_dup(caller, &comm));
+  const double offset = offset_on(comm, clock);
+  MPI_CHECK(MPI_Comm_free(&comm));
   return offset;
 }
 

@@ -4,6 +4,7 @@
 
 #include "chimera/comm/clock_offset.hpp"
 #include "chimera/comm/mpi.hpp"
+#include "chimera/core/log.hpp"
 #include "chimera/core/timer.hpp"
 
 namespace chimera::runtime {
@@ -20,6 +21,11 @@ TraceCollector::TraceCollector(MPI_Comm comm, std::string path)
   MPI_CHECK(MPI_Ibcast(&origin_on_rank0, 1, MPI_DOUBLE, 0, comm_, &request));
   comm::wait(request, comm::WaitPolicy{});
   origin_s_ = origin_on_rank0 - offset;
+  // Time 0 of the trace on this machine's monotonic clock, so that samples taken outside the
+  // run (a link's byte counters, say) can be laid beside its lanes.
+  int rank = 0;
+  MPI_CHECK(MPI_Comm_rank(comm_, &rank));
+  if (rank == 0) log::info("trace: time 0 is {:.6f} s on rank 0's steady clock", origin_s_);
 }
 
 void TraceCollector::write() {

@@ -51,90 +51,63 @@ ShardRing::ShardRing(const std::string& name, std::size_t count, MPI_Comm comm,
   const std::size_t largest = layout_.begin_of(1);  // shard 0's
   pieces_ =
       static_cast<int>(std::max<std::size_t>(1, (largest + piece_floats_ - 1) / piece_floats_));
-  const std::size_t incoming = std::max<std::size_t>(1, std::min(largest, piece_floats_));
-  for (auto& buffer : incoming_) buffer.assign(incoming, 0.0F);
-  messages_ = (layout_.parts() - 1) * pieces_;
+  incoming_.assign(std::max<std::size_t>(1, std::min(largest, piece_floats_)), 0.0F);
 }
 
-// Message i of the ring is piece i % pieces of step i / pieces. At step t rank r sends its partial
-// sum of shard (r - t - 1) mod P to rank r + 1 and adds rank r - 1's partial sum of shard
-// (r - t - 2) mod P; after P - 1 steps it holds the whole sum of shard r.
-int ShardRing::send_part(int message) const {
-  const int p = layout_.parts(), step = message / pieces_;
-  return ((rank_ - step - 1) % p + p) % p;
+// Step t of the ring: rank r sends its partial sum of shard (r - t - 1) mod P to rank r + 1 and
+// adds rank r - 1's partial sum of shard (r - t - 2) mod P; after P - 1 steps it holds the whole
+// sum of shard r.
+int ShardRing::send_part() const {
+  const int p = layout_.parts();
+  return ((rank_ - step_ - 1) % p + p) % p;
 }
 
-int ShardRing::recv_part(int message) const {
-  const int p = layout_.parts(), step = message / pieces_;
-  return ((rank_ - step - 2) % p + p) % p;
+int ShardRing::recv_part() const {
+  const int p = layout_.parts();
+  return ((rank_ - step_ - 2) % p + p) % p;
 }
 
-std::pair<std::size_t, int> ShardRing::piece(int part, int message) const {
+std::pair<std::size_t, int> ShardRing::piece(int part) const {
   const auto size = static_cast<std::size_t>(counts_[static_cast<std::size_t>(part)]);
-  const auto k = static_cast<std::size_t>(message % pieces_);
-  const std::size_t lo = std::min(size, k * piece_floats_);
+  const std::size_t lo = std::min(size, static_cast<std::size_t>(piece_) * piece_floats_);
   const std::size_t hi = std::min(size, lo + piece_floats_);
   return {static_cast<std::size_t>(displacements_[static_cast<std::size_t>(part)]) + lo,
           static_cast<int>(hi - lo)};
 }
 
-void ShardRing::start_sum(float* data) {
-  data_ = data;
-  sent_ = posted_sends_ = added_ = posted_recvs_ = 0;
-  test_sum();  // posts the first messages
-}
-
-// Up to kInFlight messages each way: a rank sends message i once it has added the piece of step
-// t - 1 that it carries (message i - pieces), and receives into one of kInFlight buffers, so that
-// an edge of the ring keeps moving while the next one is slow, instead of every rank waiting,
-// piece by piece, for both of its messages. Each element is added in the same order as by a ring
-// of one message at a time: the sums are the same to the bit.
-bool ShardRing::test_sum() {
+void ShardRing::post_step() {
   const int p = layout_.parts();
   const int next = (rank_ + 1) % p, previous = (rank_ - 1 + p) % p;
   constexpr int kTag = 29;  // the communicator carries no other point-to-point message
-  bool moved = true;
-  while (moved) {
-    moved = false;
-    // Receives are added in order: message i lands in buffer i % kInFlight.
-    while (added_ < posted_recvs_) {
-      MPI_Request& request = recvs_[static_cast<std::size_t>(added_ % kInFlight)];
-      int done = 0;
-      MPI_CHECK(MPI_Test(&request, &done, MPI_STATUS_IGNORE));
-      if (done == 0) break;
-      const auto [at, count] = piece(recv_part(added_), added_);
-      const auto& in = incoming_[static_cast<std::size_t>(added_ % kInFlight)];
-      float* part = data_ + at;
-      for (int i = 0; i < count; ++i) part[i] += in[static_cast<std::size_t>(i)];
-      ++added_;
-      moved = true;
+  const auto [send_at, send_count] = piece(send_part());
+  MPI_CHECK(MPI_Isend(data_ + send_at, send_count, MPI_FLOAT, next, kTag, comm_, &ring_[0]));
+  const int recv_count = piece(recv_part()).second;
+  MPI_CHECK(MPI_Irecv(incoming_.data(), recv_count, MPI_FLOAT, previous, kTag, comm_, &ring_[1]));
+}
+
+void ShardRing::start_sum(float* data) {
+  data_ = data;
+  step_ = 0;
+  piece_ = 0;
+  if (layout_.parts() > 1) post_step();
+}
+
+bool ShardRing::test_sum() {
+  const int p = layout_.parts();
+  while (step_ < p - 1) {
+    int done = 0;
+    MPI_CHECK(MPI_Testall(2, ring_, &done, MPI_STATUSES_IGNORE));
+    if (done == 0) return false;
+    const auto [at, count] = piece(recv_part());
+    float* part = data_ + at;
+    for (int i = 0; i < count; ++i) part[i] += incoming_[static_cast<std::size_t>(i)];
+    if (++piece_ == pieces_) {
+      piece_ = 0;
+      ++step_;
     }
-    while (sent_ < posted_sends_) {
-      int done = 0;
-      MPI_CHECK(
-          MPI_Test(&sends_[static_cast<std::size_t>(sent_ % kInFlight)], &done, MPI_STATUS_IGNORE));
-      if (done == 0) break;
-      ++sent_;
-      moved = true;
-    }
-    while (posted_recvs_ < messages_ && posted_recvs_ < added_ + kInFlight) {
-      const int count = piece(recv_part(posted_recvs_), posted_recvs_).second;
-      auto& in = incoming_[static_cast<std::size_t>(posted_recvs_ % kInFlight)];
-      MPI_CHECK(MPI_Irecv(in.data(), count, MPI_FLOAT, previous, kTag, comm_,
-                          &recvs_[static_cast<std::size_t>(posted_recvs_ % kInFlight)]));
-      ++posted_recvs_;
-      moved = true;
-    }
-    while (posted_sends_ < messages_ && posted_sends_ < sent_ + kInFlight &&
-           posted_sends_ - pieces_ < added_) {
-      const auto [at, count] = piece(send_part(posted_sends_), posted_sends_);
-      MPI_CHECK(MPI_Isend(data_ + at, count, MPI_FLOAT, next, kTag, comm_,
-                          &sends_[static_cast<std::size_t>(posted_sends_ % kInFlight)]));
-      ++posted_sends_;
-      moved = true;
-    }
+    if (step_ < p - 1) post_step();
   }
-  return added_ == messages_ && sent_ == messages_;
+  return true;
 }
 
 void ShardRing::start_gather(float* data) {

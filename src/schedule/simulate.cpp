@@ -252,7 +252,6 @@ void require_costs(const Costs& c) {
   CHIMERA_REQUIRE(c.layers >= 0, "cost layers = {} must be >= 0", c.layers);
   CHIMERA_REQUIRE(c.ring_piece_bytes > 0, "cost ring_piece_bytes = {} must be > 0",
                   c.ring_piece_bytes);
-  CHIMERA_REQUIRE(c.ring_in_flight >= 1, "cost ring_in_flight = {} must be >= 1", c.ring_in_flight);
   CHIMERA_REQUIRE(c.rendezvous_bytes >= 0, "cost rendezvous_bytes = {} must be >= 0",
                   c.rendezvous_bytes);
   CHIMERA_REQUIRE(std::isfinite(c.host_alpha) && c.host_alpha >= 0 && std::isfinite(c.host_beta) &&
@@ -305,9 +304,8 @@ double allgather_time(int r, double bytes, const Costs& c) {
 
 // The runtime's ring reduce-scatter (comm::ShardRing) of `bytes` over `ranks` ranks, the sum's in
 // world-rank order (replica-major over the holders `workers`, in worker order), from `start`:
-// r - 1 steps, each in pieces of at most ring_piece_bytes of the step's shard, two messages in
-// flight each way. Every rank posts a piece once the one two before it has arrived and the piece
-// of the step before that it adds to has too, at its next MPI call (`next_call(w, t)`):
+// r - 1 steps, each in pieces of at most ring_piece_bytes of the step's shard. Every rank posts a
+// piece once it has sent and received the one before, at its next MPI call (`next_call(w, t)`):
 // the holders' timelines stand for their replicas', so a piece is posted at the latest of the
 // holders' next calls. It then crosses every ring edge between hosts at once, each edge's
 // sending and receiving link (replica 0's stand for all: they carry the same bookings), after
@@ -333,38 +331,24 @@ double ring_reduce_scatter_end(const std::vector<int>& workers, int ranks, doubl
   }
   const double shard = bytes / ranks;
   const int pieces = std::max(1, static_cast<int>(std::ceil(shard / c.ring_piece_bytes)));
-  const int messages = (ranks - 1) * pieces;
-  std::vector<double> ends;  // of each message
-  double last = start;
-  for (int i = 0; i < messages; ++i) {
-    const int k = i % pieces;
-    const double piece = std::min(c.ring_piece_bytes, shard - k * c.ring_piece_bytes);
-    // Message i waits for the one ring_in_flight before it (a free slot) and for the one
-    // that brought the partial sum it carries (i - pieces); the first ones are posted as the sum
-    // starts (at the last holder's GradReady), the others at the holders' next MPI call after
-    // what they waited for.
-    double ready = start;
-    bool waited = false;
-    for (const int before : {i - c.ring_in_flight, i - pieces}) {
-      if (before < 0) continue;
-      ready = std::max(ready, ends[static_cast<std::size_t>(before)]);
-      waited = true;
+  double t = start;
+  for (int step = 0; step < ranks - 1; ++step) {
+    for (int k = 0; k < pieces; ++k) {
+      const double piece = std::min(c.ring_piece_bytes, shard - k * c.ring_piece_bytes);
+      // The first piece is posted as the sum starts (at the last holder's GradReady).
+      double post_at = t;
+      if (step > 0 || k > 0) {
+        for (const int w : workers) post_at = std::max(post_at, next_call(w, t));
+      }
+      if (links.empty()) {
+        t = post_at + c.host_alpha + c.host_beta * piece;
+      } else {
+        const double length = c.beta * piece;
+        t = book_together(links, post_at, length) + length + c.alpha;
+      }
     }
-    double post_at = ready;
-    if (waited) {
-      for (const int w : workers) post_at = std::max(post_at, next_call(w, ready));
-    }
-    double end = 0;
-    if (links.empty()) {
-      end = post_at + c.host_alpha + c.host_beta * piece;
-    } else {
-      const double length = c.beta * piece;
-      end = book_together(links, post_at, length) + length + c.alpha;
-    }
-    ends.push_back(end);
-    last = std::max(last, end);
   }
-  return last;
+  return t;
 }
 
 }  // namespace

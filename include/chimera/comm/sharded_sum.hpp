@@ -7,7 +7,6 @@
 // holder, awaited before the stage's next forward (the lowered program's WaitGather).
 #include <mpi.h>
 
-#include <array>
 #include <cstddef>
 #include <string>
 #include <utility>
@@ -48,10 +47,9 @@ class ShardLayout {
 //
 // The reduce-scatter is a ring of non-blocking messages on the communicator (P - 1 steps: send
 // one shard's partial sum to the next rank, add the previous rank's into the buffer; each step in
-// pieces of at most `piece_floats`, two pieces in flight each way), advanced by each test, rather
-// than MPI_Ireduce_scatter: Open MPI's (libnbc) reduces the whole buffer to one rank and scatters
-// it, with buffer-sized temporaries, more memory than the sharded moments save; the ring needs two
-// pieces.
+// pieces of at most `piece_floats`), advanced by each test, rather than MPI_Ireduce_scatter: Open
+// MPI's (libnbc) reduces the whole buffer to one rank and scatters it, with buffer-sized
+// temporaries, more memory than the sharded moments save; the ring needs one piece.
 class ShardRing {
  public:
   static constexpr std::size_t kPieceFloats = std::size_t{1} << 18;  // 1 MiB per message
@@ -69,27 +67,24 @@ class ShardRing {
   bool test_gather();              // true once data is whole
 
  private:
-  // Message i of the ring (piece i % pieces_ of step i / pieces_): the shard it sends and the
-  // one it adds, and the piece [offset, offset + count) of a shard that it carries.
-  int send_part(int message) const;
-  int recv_part(int message) const;
-  std::pair<std::size_t, int> piece(int part, int message) const;
-
-  static constexpr int kInFlight = 2;  // messages each way at once
+  // The ring's step and piece: the shard sent and the one received and added, and the piece
+  // [offset, offset + count) of a shard that a message of this piece carries.
+  void post_step();
+  int send_part() const;
+  int recv_part() const;
+  std::pair<std::size_t, int> piece(int part) const;
 
   MPI_Comm comm_;
   ShardLayout layout_;
   std::vector<int> counts_, displacements_;
   float* data_ = nullptr;  // the buffer of the sum in flight
   int rank_ = 0;
+  std::vector<float> incoming_;  // one piece, received from the previous rank
+  int step_ = 0;                 // of the ring, 0 .. parts - 2
+  int piece_ = 0;                // of the step, 0 .. pieces_ - 1
   std::size_t piece_floats_;
-  int pieces_ = 1;    // per step: the largest shard's, the same on every rank
-  int messages_ = 0;  // each way: (parts - 1) * pieces_
-  std::array<std::vector<float>, kInFlight> incoming_;  // pieces from the previous rank
-  // Messages posted and completed so far (added_: received and added into the buffer).
-  int posted_sends_ = 0, sent_ = 0, posted_recvs_ = 0, added_ = 0;
-  std::array<MPI_Request, kInFlight> sends_{MPI_REQUEST_NULL, MPI_REQUEST_NULL};
-  std::array<MPI_Request, kInFlight> recvs_{MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+  int pieces_ = 1;  // per step: the largest shard's, the same on every rank
+  MPI_Request ring_[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};  // send, receive
   MPI_Request gather_ = MPI_REQUEST_NULL;
 };
 

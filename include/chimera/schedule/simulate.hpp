@@ -20,18 +20,18 @@
 //     way.
 //   * Sharded optimizer state (LowerOptions::shard_optimizer): the sum started at GradReady is the
 //     runtime's own ring reduce-scatter on every MPI (comm::ShardedSum),
-//     (r-1)*alpha + (r-1)/r*beta*L alone, priced piece by piece, two in flight each way: a
-//     holder posts a piece at its next MPI call (a progress point of the op it is in, see
-//     `layers`), and a piece crosses the links of every ring edge between hosts, after what is
-//     booked on them. Each stage's weights (and the tied table's) come back by an all-gather,
-//     log2(r)*alpha + (r-1)/r*beta*L: together they cost about what the allreduce costs. The
-//     gathers all start at the step boundary, time 0 here (the previous iteration's optimizer step
-//     has just ended), and share each host's link equally (flows that start together do): of k
-//     gathers on a link, the shortest ends after k times its own time, and so on; a WaitGather
-//     holds its worker until its stage's gather (and for stage 0 and the last stage the tied
-//     table's) has ended, so a late gather delays that first op. With binomial_allreduce the
-//     all-gather is priced as Open MPI's non-blocking one (libnbc) runs: linear, (r-1)(alpha + beta
-//     L/r).
+//     (r-1)*alpha + (r-1)/r*beta*L alone, priced piece by piece: a holder posts the next piece
+//     at its next MPI call (a progress point of the op it is in, see `layers`), and a piece
+//     crosses the links of every ring edge between hosts, after what is booked on them. Each
+//     stage's weights (and the tied table's) come back by
+//     an all-gather, log2(r)*alpha + (r-1)/r*beta*L: together they cost about what the allreduce
+//     costs. The gathers all start at the step boundary, time 0 here (the previous
+//     iteration's optimizer step has just ended), and share each host's link equally (flows that
+//     start together do): of k gathers on a link, the shortest ends after k times its own time,
+//     and so on; a WaitGather holds its worker until its stage's gather
+//     (and for stage 0 and the last stage the tied table's) has ended, so a late gather delays
+//     that first op. With binomial_allreduce the all-gather is priced as Open MPI's non-blocking
+//     one (libnbc) runs: linear, (r-1)(alpha + beta L/r).
 #include <limits>
 #include <memory>
 #include <string>
@@ -86,8 +86,6 @@ struct Costs {
   // The runtime's ring reduce-scatter (comm::ShardRing) moves each step's shard in pieces of at
   // most this many bytes, each posted once the previous piece has been sent and received.
   double ring_piece_bytes = 1 << 20;
-  // ... and keeps this many of them in flight each way (comm::ShardRing's kInFlight).
-  int ring_in_flight = 2;
 
   // F and B with the split backward I = W = B/2.
   static Costs forward_backward(double f, double b);

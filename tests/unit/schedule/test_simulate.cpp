@@ -209,16 +209,15 @@ TEST(Simulate, ShardedSumIsAReduceScatterAndGathersSharingALinkDelayTheFirstForw
 
 TEST(Simulate, ShardedSumIsTheRingPieceByPiece) {
   // Chimera D=2 N=2, F=B=1, one replica: each stage is summed by a ring of its two holders
-  // (ranks 0 and 1, one step), here in four pieces of 0.5 byte (link time 0.125 each), two in
-  // flight. The step starts with the two stages' weight gathers (0.5 each, sharing both links:
-  // both end at 1), so both workers end stage 1's backward at 4, then run stage 0's until 5.
-  // Stage 1's first two pieces go at 4 (4 to 4.25); the third and fourth, each waiting for the
-  // piece two before it, are posted at the holders' next MPI call, the end of that op: 5 to 5.25.
-  // Stage 0's ring, from 5, waits for them on the same links: 5.25 to 5.75.
+  // (ranks 0 and 1, one step), here in two pieces of 1 byte (link time 0.25 each). The step
+  // starts with the two stages' weight gathers (0.5 each, sharing both links: both end at 1), so
+  // both workers end stage 1's backward at 4, then run stage 0's until 5. Stage 1's first piece
+  // goes at 4 (4 to 4.25); the second is posted at the holders' next MPI call, the end of that
+  // op: 5 to 5.25. Stage 0's ring, from 5, waits for it on the same links: 5.25 to 5.75.
   Costs c = Costs::forward_backward(1, 1);
   c.beta = 0.25;
   c.stage_grad_bytes = 4;
-  c.ring_piece_bytes = 0.5;
+  c.ring_piece_bytes = 1;
   const Schedule s = make_schedule(request("chimera", 2, 2));
   SimResult r = simulate(s, c, {.shard_optimizer = true});
   ASSERT_DOUBLE_EQ(r.allreduce[1].gather_end, 1);
@@ -227,22 +226,13 @@ TEST(Simulate, ShardedSumIsTheRingPieceByPiece) {
   EXPECT_DOUBLE_EQ(r.allreduce[1].end, 5.25);
   EXPECT_DOUBLE_EQ(r.allreduce[0].end, 5.75);
   EXPECT_DOUBLE_EQ(r.iteration_time, 5.75);
-  // Two blocks per op: the call halfway through it posts the last two pieces at 4.5.
+  // Two blocks per op: the call halfway through it posts the second piece at 4.5.
   c.layers = 4;
   r = simulate(s, c, {.shard_optimizer = true});
   EXPECT_DOUBLE_EQ(r.allreduce[1].end, 4.75);
   EXPECT_DOUBLE_EQ(r.allreduce[0].end, 5.5);
-  // One piece in flight: the second is posted at the end of the op, 5 to 5.25, as above.
-  c.layers = 0;
-  c.ring_in_flight = 1;
-  c.ring_piece_bytes = 1;
-  r = simulate(s, c, {.shard_optimizer = true});
-  EXPECT_DOUBLE_EQ(r.allreduce[1].end, 5.25);
-  EXPECT_DOUBLE_EQ(r.allreduce[0].end, 5.75);
   // GPipe D=1 over 4 replicas: a ring of 4 ranks, 3 steps of a shard of 1 byte, one piece
-  // each, which arrives alpha after its last byte: a step's piece waits for the one before it,
-  // however many may be in flight.
-  c.ring_in_flight = 2;
+  // each, which arrives alpha after its last byte.
   c.alpha = 0.01;
   c.data_parallel = 4;
   r = simulate(make_schedule(request("gpipe", 1, 1)), c, {.shard_optimizer = true});

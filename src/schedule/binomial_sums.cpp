@@ -91,7 +91,7 @@ class SumMessages {
       msg.left = c_.beta * sum.bytes;
     }
     msg.total = msg.left;
-    msg.available = sum.ready;
+    msg.available = sum.rank_ready.empty() ? sum.ready : at(sum.rank_ready, from);
     msg.unmet = static_cast<int>(after.size());
     const int id = static_cast<int>(m_.size());
     for (const int d : after) at(m_, d).dependents.push_back(id);

@@ -500,6 +500,10 @@ SimResult Simulator::run(const Costs& costs) const {
   std::vector<double> sent(messages), posted(messages);
   std::vector<double> stage_ready(static_cast<std::size_t>(G.stages), 0.0);
   double tied_ready = 0.0;
+  // [stage][worker], the tied table's at index stages: when each holder passed its GradReady.
+  std::vector<std::vector<double>> holder_ready(
+      static_cast<std::size_t>(G.stages) + 1,
+      std::vector<double>(static_cast<std::size_t>(G.workers), 0.0));
   for (const Graph::Step& step : G.steps) {
     double& t = clock[static_cast<std::size_t>(step.worker)];
     switch (step.kind) {
@@ -521,9 +525,11 @@ SimResult Simulator::run(const Costs& costs) const {
         break;
       case InstrKind::GradReady:
         stage_ready[step.arg] = std::max(stage_ready[step.arg], t);
+        holder_ready[step.arg][step.worker] = std::max(holder_ready[step.arg][step.worker], t);
         break;
       case InstrKind::TiedGradReady:
         tied_ready = std::max(tied_ready, t);
+        holder_ready[G.stages][step.worker] = std::max(holder_ready[G.stages][step.worker], t);
         break;
       case InstrKind::WaitSums:
         break;  // the sums are priced below
@@ -586,10 +592,13 @@ SimResult Simulator::run(const Costs& costs) const {
       detail::BinomialSum& sum = sums.emplace_back();
       sum.ready = a->ready;
       sum.bytes = bytes_of(*a);
+      const auto& ready_of =
+          holder_ready[static_cast<std::size_t>(a->stage < 0 ? G.stages : a->stage)];
       for (int j = 0; j < costs.data_parallel; ++j) {
         for (const int w : a->holders) {
           sum.ranks.push_back(j * G.workers + w);
           sum.hosts.push_back(j * hosts + host(w));
+          sum.rank_ready.push_back(ready_of[static_cast<std::size_t>(w)]);
         }
       }
     }

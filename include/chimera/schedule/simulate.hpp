@@ -57,7 +57,9 @@ struct Costs {
   // The allreduce's algorithm: Rabenseifner's (reduce-scatter + allgather), or a binomial
   // reduce then broadcast of the whole buffer, 2 ceil(log2 r) (alpha + beta L) alone: what Open
   // MPI's non-blocking allreduce (libnbc) runs for an in-place sum, as the runtime's is. Binomial
-  // sums are priced all at once, message by message as flows on the hosts' links: one
+  // sums are priced all at once, message by message as flows on the hosts' links, each rank
+  // sending from its own GradReady (the runtime sends eagerly over TCP, so bytes move before
+  // their receiver has started its sum), not from the last holder's: one
   // connection (pair of ranks) moves its messages in turn, flows of different connections share
   // a link max-min fairly, and a link carrying a pipeline message moves no sum's bytes.
   bool binomial_allreduce = false;

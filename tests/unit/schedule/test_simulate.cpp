@@ -424,6 +424,21 @@ TEST(Simulate, BinomialSumsBetweenOnePairOfRanksTakeTurnsOnTheirConnection) {
   EXPECT_DOUBLE_EQ(r.iteration_time, 33);
 }
 
+TEST(Simulate, ABinomialSumsRankSendsOnceItHasStartedNotOnceAllHave) {
+  // GPipe D=2 N=1, F=B=1, one replica: the tied table's sum runs between worker 1, whose
+  // backward ends at 3, and worker 0, whose ends at 4. Worker 1's reduce message to worker 0
+  // (link time 10) moves from 3, sent eagerly before its receiver has started: 3 to 13; the
+  // broadcast back 13 to 23 (from 4 and 14, were every rank to start with the last).
+  Costs c = Costs::forward_backward(1, 1);
+  c.beta = 1;
+  c.tied_grad_bytes = 10;
+  c.binomial_allreduce = true;
+  const SimResult r = simulate(make_schedule(request("gpipe", 2, 1)), c);
+  EXPECT_DOUBLE_EQ(r.tied.ready, 4);
+  EXPECT_DOUBLE_EQ(r.tied.end, 23);
+  EXPECT_DOUBLE_EQ(r.iteration_time, 23);
+}
+
 TEST(Simulate, BinomialSumsWaitForThePipelinesMessagesOnALink) {
   // GPipe D=2 N=1 over W=2 replicas, a host per rank: stage 1's gradient is ready at 3, when its
   // input gradient (link time 5) starts down to stage 0 on its host's outgoing link, which stage

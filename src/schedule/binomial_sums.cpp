@@ -52,6 +52,10 @@ class SumMessages {
  private:
   void add_sum(int s, const BinomialSum& sum, int hosts) {
     const int p = static_cast<int>(sum.ranks.size());
+    CHIMERA_REQUIRE(
+        sum.rank_ready.size() == sum.ranks.size() && sum.hosts.size() == sum.ranks.size(),
+        "a sum of {} ranks with {} start times and {} hosts", p, sum.rank_ready.size(),
+        sum.hosts.size());
     // The reduce: in round k rank i + 2^(k-1) sends its partial sum to rank i (i a multiple of
     // 2^k), which receives its rounds in turn.
     std::vector<std::vector<int>> into(static_cast<std::size_t>(p));
@@ -91,7 +95,7 @@ class SumMessages {
       msg.left = c_.beta * sum.bytes;
     }
     msg.total = msg.left;
-    msg.available = sum.rank_ready.empty() ? sum.ready : at(sum.rank_ready, from);
+    msg.available = at(sum.rank_ready, from);
     msg.unmet = static_cast<int>(after.size());
     const int id = static_cast<int>(m_.size());
     for (const int d : after) at(m_, d).dependents.push_back(id);

@@ -20,7 +20,7 @@ struct BinomialSum {
   double ready = 0;        // the last rank's start: the sum ends no earlier
   std::vector<int> ranks;  // the world rank of each of the communicator's ranks
   std::vector<int> hosts;  // the host of each of the communicator's ranks
-  // When each of the communicator's ranks starts the sum (empty: all at `ready`). A rank sends
+  // When each of the communicator's ranks starts the sum (one per rank). A rank sends
   // as soon as it has started and has what it sends: over TCP the runtime sends eagerly, so the
   // bytes move before their receiver has started (docs/scaling.md).
   std::vector<double> rank_ready;

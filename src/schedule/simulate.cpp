@@ -498,12 +498,17 @@ SimResult Simulator::run(const Costs& costs) const {
   const std::size_t messages = G.message_is_activation.size();
   std::vector<double> clock(static_cast<std::size_t>(G.workers), 0.0);
   std::vector<double> sent(messages), posted(messages);
-  std::vector<double> stage_ready(static_cast<std::size_t>(G.stages), 0.0);
-  double tied_ready = 0.0;
-  // [stage][worker], the tied table's at index stages: when each holder passed its GradReady.
-  std::vector<std::vector<double>> holder_ready(
-      static_cast<std::size_t>(G.stages) + 1,
-      std::vector<double>(static_cast<std::size_t>(G.workers), 0.0));
+  // When each holder passed its GradReady: [stage * workers + worker], the tied table's as stage
+  // `stages`. A sum is ready at its last holder's (ready_of_sum).
+  std::vector<double> holder_ready(static_cast<std::size_t>((G.stages + 1) * G.workers), 0.0);
+  const auto ready_at = [&](int sum, int worker) -> double& {
+    return holder_ready[static_cast<std::size_t>(sum * G.workers + worker)];
+  };
+  const auto ready_of_sum = [&](int sum) {
+    double ready = 0.0;
+    for (int w = 0; w < G.workers; ++w) ready = std::max(ready, ready_at(sum, w));
+    return ready;
+  };
   for (const Graph::Step& step : G.steps) {
     double& t = clock[static_cast<std::size_t>(step.worker)];
     switch (step.kind) {
@@ -524,12 +529,10 @@ SimResult Simulator::run(const Costs& costs) const {
         ++priced[static_cast<std::size_t>(step.worker)];
         break;
       case InstrKind::GradReady:
-        stage_ready[step.arg] = std::max(stage_ready[step.arg], t);
-        holder_ready[step.arg][step.worker] = std::max(holder_ready[step.arg][step.worker], t);
+        ready_at(step.arg, step.worker) = std::max(ready_at(step.arg, step.worker), t);
         break;
       case InstrKind::TiedGradReady:
-        tied_ready = std::max(tied_ready, t);
-        holder_ready[G.stages][step.worker] = std::max(holder_ready[G.stages][step.worker], t);
+        ready_at(G.stages, step.worker) = std::max(ready_at(G.stages, step.worker), t);
         break;
       case InstrKind::WaitSums:
         break;  // the sums are priced below
@@ -567,8 +570,8 @@ SimResult Simulator::run(const Costs& costs) const {
   // The sums: in the order they become ready (the tied table's after stages ready at the same
   // time); the allreduces one at a time per host's link, the sharded rings piece by piece, the
   // binomial trees as flows.
-  for (int st = 0; st < G.stages; ++st) r.allreduce[st].ready = stage_ready[st];
-  r.tied.ready = tied_ready;
+  for (int st = 0; st < G.stages; ++st) r.allreduce[st].ready = ready_of_sum(st);
+  r.tied.ready = ready_of_sum(G.stages);
   std::vector<StageAllreduce*> by_ready;
   for (StageAllreduce& a : r.allreduce) by_ready.push_back(&a);
   if (!G.tied_holders.empty()) by_ready.push_back(&r.tied);
@@ -592,13 +595,12 @@ SimResult Simulator::run(const Costs& costs) const {
       detail::BinomialSum& sum = sums.emplace_back();
       sum.ready = a->ready;
       sum.bytes = bytes_of(*a);
-      const auto& ready_of =
-          holder_ready[static_cast<std::size_t>(a->stage < 0 ? G.stages : a->stage)];
+      const int ready_index = a->stage < 0 ? G.stages : a->stage;
       for (int j = 0; j < costs.data_parallel; ++j) {
         for (const int w : a->holders) {
           sum.ranks.push_back(j * G.workers + w);
           sum.hosts.push_back(j * hosts + host(w));
-          sum.rank_ready.push_back(ready_of[static_cast<std::size_t>(w)]);
+          sum.rank_ready.push_back(ready_at(ready_index, w));
         }
       }
     }

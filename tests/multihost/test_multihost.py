@@ -234,6 +234,21 @@ class MultiHost(unittest.TestCase):
         for sim in sims:
             self.assertAlmostEqual(float(sim), predicted["iteration_ms"], delta=0.05)
 
+    def test_an_emulated_run_wider_than_the_cluster_is_refused_at_once(self):
+        # A job for more hosts than the cluster has is refused at submission, not left pending
+        # (slurm.conf's EnforcePartLimits), and validate_plan says so before it starts anything.
+        started = time.monotonic()
+        r = subprocess.run([str(SLURM_LOCAL), "exec", "salloc", f"--nodes={HOSTS + 1}",
+                            "--time=1", "true"], capture_output=True, text=True, timeout=60)
+        self.assertNotEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertLess(time.monotonic() - started, 30.0)
+        v = subprocess.run([str(REPO / "jobscripts/local/validate_plan"), "--hosts",
+                            str(2 * HOSTS), "--bin", BIN["chimera"]], capture_output=True,
+                           text=True, cwd=REPO, timeout=60)
+        self.assertEqual(v.returncode, 2, v.stdout + v.stderr)
+        self.assertIn(f"the emulated cluster has {HOSTS} hosts", v.stderr)
+        self.assertEqual(len(v.stderr.strip().splitlines()), 1, v.stderr)
+
     def test_checkpoints_from_four_hosts_resume_on_two(self):
         ckpt, out = self.tmp / "ckpt", self.tmp / "m.jsonl"
         ref = self.tmp / "ref.jsonl"

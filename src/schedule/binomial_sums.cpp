@@ -315,3 +315,27 @@ std::vector<double> binomial_sums_end(const std::vector<BinomialSum>& sums, cons
 }
 
 }  // namespace chimera::schedule::detail
+
+namespace chimera::schedule {
+
+std::vector<double> concurrent_sums_end(const std::vector<SumGroup>& sums,
+                                        const std::vector<int>& host_of, const Costs& costs) {
+  std::vector<detail::BinomialSum> priced;
+  int hosts = 1;
+  for (const int h : host_of) hosts = std::max(hosts, h + 1);
+  for (const SumGroup& g : sums) {
+    detail::BinomialSum& b = priced.emplace_back();
+    b.bytes = g.bytes;
+    b.ranks = g.ranks;
+    b.rank_ready.assign(g.ranks.size(), 0.0);
+    for (const int r : g.ranks) {
+      CHIMERA_REQUIRE(r >= 0 && static_cast<std::size_t>(r) < host_of.size(),
+                      "a sum's rank {} is not one of the {} ranks", r, host_of.size());
+      b.hosts.push_back(host_of[static_cast<std::size_t>(r)]);
+    }
+  }
+  const std::vector<detail::LinkBookings> idle(static_cast<std::size_t>(hosts));
+  return detail::binomial_sums_end(priced, costs, idle, idle);
+}
+
+}  // namespace chimera::schedule

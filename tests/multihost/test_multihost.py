@@ -234,6 +234,27 @@ class MultiHost(unittest.TestCase):
         for sim in sims:
             self.assertAlmostEqual(float(sim), predicted["iteration_ms"], delta=0.05)
 
+    def test_an_emulated_run_of_two_sums_sharing_links_beside_the_model(self):
+        # `chimera bench sums`: two sums of 1 MiB over the same 4 hosts (two ranks on each), timed
+        # and priced. The model: every message of each shares both its links with the other's,
+        # 10 beta L (5 messages of the tree, each at half rate), plus latencies.
+        network, beta_ms = "8us,8.4ns/B", 8.4e-6
+        r, _ = srun(4, 8, BIN["chimera"], "bench", "sums", "--sum", "1048576:0,2,4,6", "--sum",
+                    "1048576:1,3,5,7", "--network", network, "--repeats", "3")
+        self.assertEqual(r.returncode, 0, r.stderr[-3000:])
+        rows = {m.group(1): [float(x) for x in m.group(2, 3, 4, 5, 6)] for m in re.finditer(
+            r"^\s*(0|1|all)\s.*?\s(\d+)\s+([0-9.]+)\s+([0-9.]+)\s+([0-9.]+)\s+([0-9.]+)\s+"
+            r"[0-9.]+\s*$", r.stdout + r.stderr, re.M)}
+        self.assertEqual(sorted(rows), ["0", "1", "all"], r.stdout + r.stderr)
+        for name, (hosts, low, median, high, model) in rows.items():
+            self.assertEqual(hosts, 4, name)
+            self.assertLessEqual(low, median)
+            self.assertLessEqual(median, high)
+            self.assertAlmostEqual(model, 10 * beta_ms * 1048576, delta=0.2, msg=name)
+            # Measured on a 1 Gbit/s link (bench p2p: 8.39 ns/B): the model's own scale.
+            self.assertGreater(median / model, 0.5, name)
+            self.assertLess(median / model, 2.0, name)
+
     def test_an_emulated_run_wider_than_the_cluster_is_refused_at_once(self):
         # A job for more hosts than the cluster has is refused at submission, not left pending
         # (slurm.conf's EnforcePartLimits), and validate_plan says so before it starts anything.

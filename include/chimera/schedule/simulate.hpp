@@ -180,4 +180,17 @@ class Simulator {
 
 SimResult simulate(const Schedule& schedule, const Costs& costs, const LowerOptions& options = {});
 
+// Gradient sums posted together, priced as the simulator prices an iteration's binomial sums
+// (Costs::binomial_allreduce: libnbc's trees, every message a flow on its hosts' links) with every
+// rank starting at 0: what `chimera bench sums` sets beside the same sums measured. `ranks`: the
+// world ranks of the sum's communicator, in its order.
+struct SumGroup {
+  std::vector<int> ranks;
+  double bytes = 0;
+};
+// Each sum's end. `host_of[r]`: world rank r's host (0, 1, ...); Costs' alpha, beta, host_alpha
+// and host_beta are used. InputError for a rank outside host_of.
+std::vector<double> concurrent_sums_end(const std::vector<SumGroup>& sums,
+                                        const std::vector<int>& host_of, const Costs& costs);
+
 }  // namespace chimera::schedule

@@ -182,6 +182,12 @@ class OtherCommands(unittest.TestCase):
             self.expect_error(["inspect", tmp], f"{tmp}: holds no token datasets")
             self.expect_error(["bench", "model", "--sgemm-size", "-1"],
                               "--sgemm-size -1: must be >= 0")
+            self.expect_error(["bench", "sums"], "give at least one --sum BYTES:RANKS")
+            self.expect_error(["bench", "sums", "--sum", "8:0,3"],
+                              "--sum 8:0,3: rank 3 is not one of the 1 ranks")
+            self.expect_error(["bench", "sums", "--sum", "6:0"],
+                              "BYTES must be a positive multiple of 4")
+            self.expect_error(["bench", "sums", "--sum", "8"], "give BYTES:RANKS")
 
 
 class Faults(unittest.TestCase):

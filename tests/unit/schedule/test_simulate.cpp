@@ -439,6 +439,23 @@ TEST(Simulate, ABinomialSumsRankSendsOnceItHasStartedNotOnceAllHave) {
   EXPECT_DOUBLE_EQ(r.iteration_time, 23);
 }
 
+TEST(Simulate, ConcurrentSumsArePricedAsAnIterationsSums) {
+  // What `chimera bench sums` sets beside its measurement: sums started together at 0, each
+  // message of beta L = 10. One sum over four hosts: libnbc's tree, 5 beta L (as the case above).
+  // Two sums over the same four hosts, two ranks on each: every message shares its links with
+  // the other sum's, 10 beta L each. Two ranks of one host: through memory, host_alpha.
+  Costs c;
+  c.beta = 1;
+  c.host_alpha = 0.5;
+  const std::vector<int> own_host{0, 1, 2, 3};
+  EXPECT_EQ(concurrent_sums_end({{{0, 1, 2, 3}, 10}}, own_host, c), (std::vector<double>{50}));
+  const std::vector<int> two_per_host{0, 0, 1, 1, 2, 2, 3, 3};
+  EXPECT_EQ(concurrent_sums_end({{{0, 2, 4, 6}, 10}, {{1, 3, 5, 7}, 10}}, two_per_host, c),
+            (std::vector<double>{100, 100}));
+  EXPECT_EQ(concurrent_sums_end({{{0, 1}, 10}}, two_per_host, c), (std::vector<double>{1}));
+  EXPECT_THROW(concurrent_sums_end({{{0, 8}, 10}}, two_per_host, c), InputError);
+}
+
 TEST(Simulate, BinomialSumsWaitForThePipelinesMessagesOnALink) {
   // GPipe D=2 N=1 over W=2 replicas, a host per rank: stage 1's gradient is ready at 3, when its
   // input gradient (link time 5) starts down to stage 0 on its host's outgoing link, which stage

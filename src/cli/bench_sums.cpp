@@ -125,6 +125,41 @@ std::vector<double> time_sums_once(const std::vector<schedule::SumGroup>& groups
   return last;
 }
 
+// Whether two ranks of one host take part in the sums: only then does the later-rank weight
+// (schedule::Costs::later_rank_weight) change the model's price.
+bool shares_a_host(const std::vector<schedule::SumGroup>& groups, const std::vector<int>& host_of) {
+  std::map<int, int> rank_on_host;
+  for (const auto& g : groups) {
+    for (const int r : g.ranks) {
+      const auto [it, added] = rank_on_host.try_emplace(host_of[static_cast<std::size_t>(r)], r);
+      if (it->second != r) return true;
+    }
+  }
+  return false;
+}
+
+constexpr double kLightest = 0.05;
+
+// The later-rank weight at which the model's last sum ends at `measured_ms` (bisection: the
+// lighter the later ranks, the sooner the sums end), within [kLightest, 1].
+double fitted_later_rank_weight(const std::vector<schedule::SumGroup>& groups,
+                                const std::vector<int>& host_of, schedule::Costs costs,
+                                double measured_ms) {
+  const auto last_end = [&](double weight) {
+    costs.later_rank_weight = weight;
+    const std::vector<double> ends = schedule::concurrent_sums_end(groups, host_of, costs);
+    return *std::max_element(ends.begin(), ends.end());
+  };
+  if (last_end(1.0) <= measured_ms) return 1.0;
+  if (last_end(kLightest) >= measured_ms) return kLightest;
+  double lighter = kLightest, heavier = 1.0;
+  for (int i = 0; i < 30; ++i) {
+    const double mid = (lighter + heavier) / 2;
+    (last_end(mid) > measured_ms ? heavier : lighter) = mid;
+  }
+  return (lighter + heavier) / 2;
+}
+
 std::string ranks_text(const std::vector<int>& ranks) {
   return fmt::format("{}", fmt::join(ranks, ","));
 }
@@ -170,12 +205,13 @@ int run_sums(const SumsFlags& f) {
   if (mpi.rank() != 0) return 0;
 
   std::vector<double> predicted;
+  schedule::Costs costs;
+  costs.alpha = network.alpha_ms;
+  costs.beta = network.beta_ms_per_byte;
+  costs.host_alpha = network.host_alpha_ms;
+  costs.host_beta = network.host_beta_ms_per_byte;
+  costs.later_rank_weight = network.later_rank_weight;
   if (model) {
-    schedule::Costs costs;
-    costs.alpha = network.alpha_ms;
-    costs.beta = network.beta_ms_per_byte;
-    costs.host_alpha = network.host_alpha_ms;
-    costs.host_beta = network.host_beta_ms_per_byte;
     predicted = schedule::concurrent_sums_end(groups, host_of, costs);
     predicted.push_back(*std::max_element(predicted.begin(), predicted.end()));
     log::info(
@@ -205,6 +241,18 @@ int run_sums(const SumsFlags& f) {
               model ? fmt::format("{:.1f}", predicted[i]) : "-",
               model && predicted[i] > 0 ? fmt::format("{:.3f}", med / predicted[i]) : "-");
   }
+  if (model && shares_a_host(groups, host_of)) {
+    const double weight =
+        fitted_later_rank_weight(groups, host_of, costs, median_of(measured.back()));
+    log::info(
+        "later-rank weight that fits the last sum's median: {:.3g}{} (for `--network "
+        "...,later-rank-weight={:.3g}`)",
+        weight,
+        weight >= 1.0         ? ": max-min fair or slower"
+        : weight <= kLightest ? ", or less"
+                              : "",
+        weight);
+  }
   return 0;
 }
 
@@ -223,8 +271,10 @@ BenchEntries add_bench_sums(CLI::App& bench) {
                    "BYTES:RANKS, repeatable: an in-place float32 allreduce of BYTES over the world "
                    "ranks RANKS (comma list and ranges a-b, in the communicator's order)");
   sums->add_option("--network", flags->network,
-                   "ALPHA,BETA as `chimera plan --network` takes it (`bench p2p` measures them): "
-                   "also print the model's end of each sum and measured median / model");
+                   "ALPHA,BETA[,later-rank-weight=W] as `chimera plan --network` takes it "
+                   "(`bench p2p` measures ALPHA and BETA): also print the model's end of each "
+                   "sum, measured median / model, and where two ranks of a host take part, the "
+                   "later-rank weight W at which the model's last sum ends at the measured median");
   sums->add_option("--repeats", flags->repeats,
                    "timed repeats, after one that opens the connections (default 5)");
   return {{sums, [flags] { return run_sums(*flags); }}};

@@ -401,14 +401,18 @@ Run add_plan_command(CLI::App& app) {
                   "GiB per device not available to Chimera: CUDA context, libraries, allocator "
                   "slack (default 1)");
   sub->add_option("--network", o->network,
-                  "ALPHA,BETA[,ALLREDUCE][,rendezvous=BYTES]: message latency (s, ms, us, ns) and "
+                  "ALPHA,BETA[,ALLREDUCE][,rendezvous=BYTES][,later-rank-weight=W]: message "
+                  "latency (s, ms, us, ns) and "
                   "bandwidth (GB/s, MB/s) or time per byte (ns/B) (default 5us,10GB/s); ALLREDUCE "
                   "rabenseifner (default) or binomial (Open MPI's in-place non-blocking "
                   "allreduce: a reduce and broadcast of the whole buffer; with --shard-optimizer "
                   "libnbc's linear all-gather); rendezvous=BYTES: messages between hosts larger "
                   "than this move only when their sender is in MPI, not while it computes (MPI "
                   "over TCP; `chimera bench p2p` measures it; default: never, as on RDMA "
-                  "networks)");
+                  "networks); later-rank-weight=W (0 < W <= 1): where ranks of one host "
+                  "(--ranks-per-host) send or receive binomial sums' messages on its link at "
+                  "once, each later-started rank's flows weigh W times the one's before (TCP lets "
+                  "one process get ahead; `chimera bench sums` fits it; default 1: fair shares)");
   sub->add_option("--ranks-per-host", o->ranks_per_host,
                   "ranks sharing one host and its network link (default 1: a device per node); "
                   "a pipeline group's consecutive ranks share a host, so it must divide D");

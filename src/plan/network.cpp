@@ -65,6 +65,7 @@ Network parse_network(std::string_view whole) {
   std::string_view text = whole;
   bool binomial = false;
   double rendezvous = std::numeric_limits<double>::infinity();
+  double later_rank_weight = 1.0;
   if (const auto second = text.find(',', text.find(',') + 1);
       text.find(',') != std::string_view::npos && second != std::string_view::npos) {
     std::string_view options = text.substr(second + 1);
@@ -78,10 +79,18 @@ Network parse_network(std::string_view whole) {
         CHIMERA_REQUIRE(unit.empty() || unit == "B",
                         "--network '{}': rendezvous={} is not a number of bytes", whole, size);
         rendezvous = value;
+      } else if (option.starts_with("later-rank-weight=")) {
+        const std::string_view weight =
+            option.substr(std::string_view("later-rank-weight=").size());
+        const auto [value, unit] = number_and_unit(weight, "later-rank-weight=W", whole);
+        CHIMERA_REQUIRE(unit.empty() && value > 0 && value <= 1,
+                        "--network '{}': later-rank-weight={} is not a weight in (0, 1]", whole,
+                        weight);
+        later_rank_weight = value;
       } else {
         CHIMERA_REQUIRE(option == "binomial" || option == "rabenseifner",
                         "--network '{}': '{}' is neither an allreduce (rabenseifner, binomial) "
-                        "nor rendezvous=BYTES",
+                        "nor rendezvous=BYTES nor later-rank-weight=W",
                         whole, option);
         binomial = option == "binomial";
       }
@@ -112,6 +121,7 @@ Network parse_network(std::string_view whole) {
   }
   net.binomial_allreduce = binomial;
   net.rendezvous_bytes = rendezvous;
+  net.later_rank_weight = later_rank_weight;
   return net;
 }
 
@@ -185,9 +195,13 @@ std::string describe(const Network& n) {
           ? fmt::format(", messages over {:.0f} B wait for their sender's progress",
                         n.rendezvous_bytes)
           : std::string();
-  return fmt::format("alpha {:.3g} us, beta {:.3g} ns/B{}{}{}{}", n.alpha_ms * 1e3,
-                     n.beta_ms_per_byte * 1e6, bandwidth,
-                     n.binomial_allreduce ? ", binomial allreduce" : "", rendezvous, hosts);
+  const std::string weighted =
+      n.later_rank_weight < 1.0
+          ? fmt::format(", a host's later ranks weighted {:.3g} on its link", n.later_rank_weight)
+          : std::string();
+  return fmt::format(
+      "alpha {:.3g} us, beta {:.3g} ns/B{}{}{}{}{}", n.alpha_ms * 1e3, n.beta_ms_per_byte * 1e6,
+      bandwidth, n.binomial_allreduce ? ", binomial allreduce" : "", rendezvous, weighted, hosts);
 }
 
 }  // namespace chimera::plan

@@ -209,6 +209,7 @@ Prediction Predictor::operator()(const Layout& l) {
   costs.beta = net.beta_ms_per_byte;
   costs.binomial_allreduce = net.binomial_allreduce;
   costs.rendezvous_bytes = net.rendezvous_bytes;
+  costs.later_rank_weight = net.later_rank_weight;
   costs.layers = shape_.num_blocks();
   costs.ranks_per_host = net.ranks_per_host;
   costs.host_alpha = net.host_alpha_ms;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -17,6 +18,9 @@ namespace chimera::schedule::detail {
 namespace {
 
 constexpr double kNever = std::numeric_limits<double>::infinity();
+// A link's flows' weights left to fix below this: none (weights are powers of a weight <= 1 of
+// at most a few ranks, so far above it).
+constexpr double kNoWeight = 1e-9;
 
 // v[i] for the int indices of messages, links and sums.
 template <class V>
@@ -30,7 +34,8 @@ using Earliest = std::priority_queue<Event, std::vector<Event>, std::greater<>>;
 
 struct Message {
   int sum = 0;
-  std::int64_t connection = 0;  // sender and receiver world ranks
+  int from = 0, to = 0;         // sender and receiver world ranks
+  std::int64_t connection = 0;  // both, as one key
   int out = -1, in = -1;        // the link directions it crosses; -1: through memory
   double left = 0;              // link time still to move, or its time in memory
   double total = 0;
@@ -82,8 +87,9 @@ class SumMessages {
           int hosts) {
     Message msg;
     msg.sum = s;
-    msg.connection =
-        static_cast<std::int64_t>(sum.ranks[from]) * (std::int64_t{1} << 32) + sum.ranks[to];
+    msg.from = sum.ranks[from];
+    msg.to = sum.ranks[to];
+    msg.connection = static_cast<std::int64_t>(msg.from) * (std::int64_t{1} << 32) + msg.to;
     const int a = sum.hosts[from], b = sum.hosts[to];
     CHIMERA_REQUIRE(a >= 0 && a < hosts && b >= 0 && b < hosts,
                     "a sum's rank on host {} or {} of {}", a, b, hosts);
@@ -168,10 +174,51 @@ std::vector<double> binomial_sums_end(const std::vector<BinomialSum>& sums, cons
   };
   std::vector<std::vector<int>> crossing(static_cast<std::size_t>(2 * hosts));
   std::vector<double> capacity(static_cast<std::size_t>(2 * hosts), 0.0);
-  std::vector<int> unfixed(static_cast<std::size_t>(2 * hosts), 0);
+  std::vector<double> unfixed(static_cast<std::size_t>(2 * hosts), 0);  // their weights' sum
   std::vector<double> change_at(static_cast<std::size_t>(2 * hosts), kNever);
   std::vector<char> seen(static_cast<std::size_t>(2 * hosts), 0);
   std::vector<double> rate(m.size(), 0.0), since(m.size(), 0.0);
+  // [message] its weight on its outgoing and its incoming link direction (Costs::later_rank_weight)
+  std::vector<std::array<double, 2>> weight(m.size(), {1.0, 1.0});
+  const auto weight_on = [&](int link, int id) -> double& { return at(weight, id)[link % 2]; };
+  // When each sum started: its first rank's start.
+  std::vector<double> started(sums.size());
+  for (std::size_t s = 0; s < sums.size(); ++s)
+    started[s] = *std::min_element(sums[s].rank_ready.begin(), sums[s].rank_ready.end());
+  // The weights of the flows crossing `link` now, and their sum: the host's ranks on it (the
+  // senders going out, the receivers coming in) ordered by their earliest sum's start, then rank.
+  std::vector<std::pair<double, int>> ranks_on_link;
+  const auto weigh = [&](int link) {
+    const auto& flows = at(crossing, link);
+    if (c.later_rank_weight >= 1.0) {
+      for (const int id : flows) weight_on(link, id) = 1.0;
+      return static_cast<double>(flows.size());
+    }
+    const auto rank_of = [&](int id) { return link % 2 == 0 ? at(m, id).from : at(m, id).to; };
+    ranks_on_link.clear();
+    for (const int id : flows) {
+      const int r = rank_of(id);
+      const double start = at(started, at(m, id).sum);
+      const auto it = std::find_if(ranks_on_link.begin(), ranks_on_link.end(),
+                                   [r](const auto& e) { return e.second == r; });
+      if (it == ranks_on_link.end()) {
+        ranks_on_link.emplace_back(start, r);
+      } else {
+        it->first = std::min(it->first, start);
+      }
+    }
+    std::sort(ranks_on_link.begin(), ranks_on_link.end());
+    double total = 0;
+    for (const int id : flows) {
+      const int r = rank_of(id);
+      const auto place = std::find_if(ranks_on_link.begin(), ranks_on_link.end(),
+                                      [r](const auto& e) { return e.second == r; }) -
+                         ranks_on_link.begin();
+      weight_on(link, id) = std::pow(c.later_rank_weight, static_cast<double>(place));
+      total += weight_on(link, id);
+    }
+    return total;
+  };
   std::vector<std::uint32_t> version(m.size(), 0);
   Earliest changes;  // (time, link): a booked interval on the link starts or ends
   std::priority_queue<std::tuple<double, std::uint32_t, int>,
@@ -187,9 +234,9 @@ std::vector<double> binomial_sums_end(const std::vector<BinomialSum>& sums, cons
       dirty.push_back(link);
     }
   };
-  // New max-min fair rates for the connected part of the dirty links (progressive filling: the
-  // link offering the smallest share fixes the rates of its flows, which leave the other link
-  // they cross with that much less).
+  // New weighted max-min fair rates for the connected part of the dirty links (progressive
+  // filling: the link offering the smallest share per unit of weight fixes the rates of its
+  // flows, which leave the other link they cross with that much less).
   const auto share_again = [&](double now) {
     part_links.clear();
     part_flows.clear();
@@ -215,12 +262,12 @@ std::vector<double> binomial_sums_end(const std::vector<BinomialSum>& sums, cons
       }
     }
     const auto share_of = [&](int link) {
-      return std::max(0.0, at(capacity, link)) / static_cast<double>(at(unfixed, link));
+      return std::max(0.0, at(capacity, link)) / at(unfixed, link);
     };
     for (const int link : part_links) {
       at(seen, link) = 0;
       at(capacity, link) = booked(link).busy_at(now) ? 0.0 : 1.0;
-      at(unfixed, link) = static_cast<int>(at(crossing, link).size());
+      at(unfixed, link) = weigh(link);
       by_share.emplace(share_of(link), link);
       if (const double change = booked(link).next_change(now); change != at(change_at, link)) {
         at(change_at, link) = change;
@@ -230,14 +277,16 @@ std::vector<double> binomial_sums_end(const std::vector<BinomialSum>& sums, cons
     while (!by_share.empty()) {
       const auto [share, link] = by_share.top();
       by_share.pop();
-      if (at(unfixed, link) == 0 || share != share_of(link)) continue;
+      if (at(unfixed, link) <= kNoWeight || share != share_of(link)) continue;
       for (const int id : at(crossing, link)) {
         double& r = at(rate, id);
         if (r >= 0) continue;
-        r = share;
+        r = share * weight_on(link, id);
         for (const int other : links_of(id)) {
-          at(capacity, other) -= share;
-          if (--at(unfixed, other) > 0 && other != link) by_share.emplace(share_of(other), other);
+          at(capacity, other) -= r;
+          at(unfixed, other) -= weight_on(other, id);
+          if (at(unfixed, other) > kNoWeight && other != link)
+            by_share.emplace(share_of(other), other);
         }
       }
     }

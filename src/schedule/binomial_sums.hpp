@@ -6,7 +6,9 @@
 //  - messages between one pair of ranks go through one connection, one after the other, in the
 //    order they were posted (UCX sends a connection's requests in turn);
 //  - messages of different connections crossing one link share it: each flow's rate is its
-//    max-min fair share of the links it crosses (a link of rate 1 link-time per unit of time).
+//    weighted max-min fair share of the links it crosses (a link of rate 1 link-time per unit of
+//    time); a flow weighs 1 unless another rank of its host started a sum on the link before
+//    its rank did (Costs::later_rank_weight).
 // A link direction carrying a pipeline message (booked in `out`/`in` by the replay) moves no
 // sum's bytes meanwhile: the activations go first, as in the replay.
 #include <vector>

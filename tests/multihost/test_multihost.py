@@ -254,6 +254,12 @@ class MultiHost(unittest.TestCase):
             # Measured on a 1 Gbit/s link (bench p2p: 8.39 ns/B): the model's own scale.
             self.assertGreater(median / model, 0.5, name)
             self.assertLess(median / model, 2.0, name)
+        # Two ranks of each host take part: the weight of the later one that fits the medians.
+        fit = re.search(r"later-rank weight that fits the last sum's median: ([0-9.]+)",
+                        r.stdout + r.stderr)
+        self.assertIsNotNone(fit, r.stdout + r.stderr)
+        self.assertGreaterEqual(float(fit.group(1)), 0.05)
+        self.assertLessEqual(float(fit.group(1)), 1.0)
 
     def test_an_emulated_run_wider_than_the_cluster_is_refused_at_once(self):
         # A job for more hosts than the cluster has is refused at submission, not left pending

@@ -25,6 +25,11 @@ struct Network {
   // --network, as `chimera bench p2p` measures it). Infinity: never (RDMA networks).
   double rendezvous_bytes = std::numeric_limits<double>::infinity();
   int ranks_per_host = 1;
+  // Where ranks of one host send (or receive) sums' messages on its link at once, each rank's
+  // flows weigh this much less than those of the rank whose sum started before
+  // (schedule::Costs::later_rank_weight; ",later-rank-weight=W" in --network, as `chimera bench
+  // sums` fits it). 1: max-min fair.
+  double later_rank_weight = 1.0;
   double host_alpha_ms = 0.0;
   double host_beta_ms_per_byte = 0.0;
 
@@ -34,8 +39,9 @@ struct Network {
   double allreduce_ms(double bytes, int ranks) const;
 };
 
-// Parses "ALPHA,BETA[,ALLREDUCE][,rendezvous=BYTES]": ALLREDUCE rabenseifner (default) or
-// binomial; rendezvous=BYTES Network::rendezvous_bytes; ALPHA a time with
+// Parses "ALPHA,BETA[,ALLREDUCE][,rendezvous=BYTES][,later-rank-weight=W]": ALLREDUCE
+// rabenseifner (default) or binomial; rendezvous=BYTES Network::rendezvous_bytes;
+// later-rank-weight=W (0 < W <= 1) Network::later_rank_weight; ALPHA a time with
 // unit s, ms, us or ns ("5us"); BETA a bandwidth
 // ("10GB/s", "800MB/s", decimal units) or a time per byte ("0.1ns/B"). Throws InputError naming
 // the part that is wrong.

@@ -61,7 +61,8 @@ struct Costs {
   // sending from its own GradReady (the runtime sends eagerly over TCP, so bytes move before
   // their receiver has started its sum), not from the last holder's: one
   // connection (pair of ranks) moves its messages in turn, flows of different connections share
-  // a link max-min fairly, and a link carrying a pipeline message moves no sum's bytes.
+  // a link max-min fairly (a host's later ranks weighted: later_rank_weight), and a link carrying
+  // a pipeline message moves no sum's bytes.
   bool binomial_allreduce = false;
   // Ranks per host (the rank layout puts a pipeline group's consecutive workers on one host:
   // rank = replica * D + worker; it must divide D). A message between two hosts takes alpha +
@@ -73,6 +74,14 @@ struct Costs {
   int ranks_per_host = 1;
   double host_alpha = 0.0;
   double host_beta = 0.0;
+  // Binomial sums of different ranks of one host crossing its link at once share it unevenly:
+  // TCP lets one process's flows get ahead of another's, so that one sum's next messages move on
+  // link directions fair shares would have left idle (measured by `chimera bench sums`). On each
+  // link direction, the ranks of its host whose messages cross it (senders going out, receivers
+  // coming in) are ordered by when their earliest sum there started (then by rank), and the k-th
+  // one's flows weigh later_rank_weight^k in the max-min share. 1: max-min fair; a host of one
+  // rank shares fairly whatever it is.
+  double later_rank_weight = 1.0;
   // Messages between hosts larger than this go by a rendezvous that needs the sender's CPU to
   // move the bytes (MPI over TCP: Open MPI's UCX and ob1 alike). MPI progresses only inside MPI
   // calls, which a computing rank makes at its op's progress points (below): such a message

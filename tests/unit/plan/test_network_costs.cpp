@@ -53,6 +53,19 @@ TEST(Network, RendezvousSize) {
   EXPECT_THROW(parse_network("10us,1GB/s,rendezvous="), InputError);
 }
 
+// Two ranks of one host sharing its link: how much the later rank's flows weigh (`chimera bench
+// sums` fits it); 1, max-min fair, unless given.
+TEST(Network, LaterRankWeight) {
+  EXPECT_DOUBLE_EQ(parse_network("10us,1GB/s").later_rank_weight, 1.0);
+  const Network n = parse_network("10us,1GB/s,binomial,later-rank-weight=0.85");
+  EXPECT_DOUBLE_EQ(n.later_rank_weight, 0.85);
+  EXPECT_TRUE(n.binomial_allreduce);
+  EXPECT_NE(describe(n).find("later ranks weighted 0.85"), std::string::npos);
+  EXPECT_THROW(parse_network("10us,1GB/s,later-rank-weight=0"), InputError);
+  EXPECT_THROW(parse_network("10us,1GB/s,later-rank-weight=1.5"), InputError);
+  EXPECT_THROW(parse_network("10us,1GB/s,later-rank-weight=0.9x"), InputError);
+}
+
 // A link shaped to 100 MB/s whose token bucket passes up to 64 KiB at memory speed (10 GB/s,
 // 5 us): the fit over all sizes misses the rate, the large-message fit finds it.
 TEST(Network, LargeMessageFitFindsAShapedLinksRate) {

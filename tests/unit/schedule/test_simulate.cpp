@@ -456,6 +456,33 @@ TEST(Simulate, ConcurrentSumsArePricedAsAnIterationsSums) {
   EXPECT_THROW(concurrent_sums_end({{{0, 8}, 10}}, two_per_host, c), InputError);
 }
 
+TEST(Simulate, ALaterRankOfAHostWeighsLessOnItsLink) {
+  // Two sums of two ranks over two hosts, two ranks on each (ranks 0, 1 on host 0; 2, 3 on host
+  // 1): A = {0, 2}, B = {1, 3}, beta L = 10, both started at 0 (so the lower rank goes first).
+  // Fair: both reduce messages (host 1 out, host 0 in) at half rate to 20, both broadcasts at
+  // half rate to 40. Later ranks weighted 0.5: A's reduce at 2/3 to 15, B's at 1/3 to 15 and
+  // alone to 20; A's broadcast alone 15-20, then with B's at 2/3 to 27.5; B's at 1/3 to 27.5 and
+  // alone to 35.
+  Costs c;
+  c.beta = 1;
+  const std::vector<int> two_per_host{0, 0, 1, 1};
+  const std::vector<SumGroup> sums{{{0, 2}, 10}, {{1, 3}, 10}};
+  EXPECT_EQ(concurrent_sums_end(sums, two_per_host, c), (std::vector<double>{40, 40}));
+  c.later_rank_weight = 0.5;
+  const std::vector<double> ends = concurrent_sums_end(sums, two_per_host, c);
+  ASSERT_EQ(ends.size(), 2U);
+  EXPECT_NEAR(ends[0], 27.5, 1e-9);
+  EXPECT_NEAR(ends[1], 35, 1e-9);
+  // One rank per host: the weight changes nothing (each link carries one rank's flows).
+  const std::vector<int> own_host{0, 1, 2, 3};
+  const std::vector<SumGroup> crossing{{{0, 1, 2, 3}, 10}, {{0, 2, 1, 3}, 10}};
+  Costs fair;
+  fair.beta = 1;
+  EXPECT_EQ(concurrent_sums_end(crossing, own_host, c),
+            concurrent_sums_end(crossing, own_host, fair));
+  EXPECT_GT(concurrent_sums_end(crossing, own_host, fair)[1], 50);  // they do share links
+}
+
 TEST(Simulate, BinomialSumsWaitForThePipelinesMessagesOnALink) {
   // GPipe D=2 N=1 over W=2 replicas, a host per rank: stage 1's gradient is ready at 3, when its
   // input gradient (link time 5) starts down to stage 0 on its host's outgoing link, which stage

@@ -35,7 +35,7 @@ int parse_int(std::string_view text, std::string_view what, std::string_view spe
   int value = 0;
   const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
   CHIMERA_REQUIRE(error == std::errc{} && end == text.data() + text.size(),
-                  "--sum {}: {} '{}' is not an integer", spec, what, text);
+                  "--sum {}: {} '{}' is not an integer below 2^31", spec, what, text);
   return value;
 }
 
@@ -140,22 +140,33 @@ bool shares_a_host(const std::vector<schedule::SumGroup>& groups, const std::vec
 
 constexpr double kLightest = 0.05;
 
+// The model's last end with later ranks weighing `weight`.
+double last_end(const std::vector<schedule::SumGroup>& groups, const std::vector<int>& host_of,
+                schedule::Costs costs, double weight) {
+  costs.later_rank_weight = weight;
+  const std::vector<double> ends = schedule::concurrent_sums_end(groups, host_of, costs);
+  return *std::max_element(ends.begin(), ends.end());
+}
+
+// Whether the weight changes the model's price at all: not where the ranks sharing a host never
+// cross a link at once (all on one host, say).
+bool weight_matters(const std::vector<schedule::SumGroup>& groups, const std::vector<int>& host_of,
+                    const schedule::Costs& costs) {
+  return last_end(groups, host_of, costs, 1.0) != last_end(groups, host_of, costs, kLightest);
+}
+
 // The later-rank weight at which the model's last sum ends at `measured_ms` (bisection: the
 // lighter the later ranks, the sooner the sums end), within [kLightest, 1].
 double fitted_later_rank_weight(const std::vector<schedule::SumGroup>& groups,
-                                const std::vector<int>& host_of, schedule::Costs costs,
+                                const std::vector<int>& host_of, const schedule::Costs& costs,
                                 double measured_ms) {
-  const auto last_end = [&](double weight) {
-    costs.later_rank_weight = weight;
-    const std::vector<double> ends = schedule::concurrent_sums_end(groups, host_of, costs);
-    return *std::max_element(ends.begin(), ends.end());
-  };
-  if (last_end(1.0) <= measured_ms) return 1.0;
-  if (last_end(kLightest) >= measured_ms) return kLightest;
+  const auto end_at = [&](double weight) { return last_end(groups, host_of, costs, weight); };
+  if (end_at(1.0) <= measured_ms) return 1.0;
+  if (end_at(kLightest) >= measured_ms) return kLightest;
   double lighter = kLightest, heavier = 1.0;
   for (int i = 0; i < 30; ++i) {
     const double mid = (lighter + heavier) / 2;
-    (last_end(mid) > measured_ms ? heavier : lighter) = mid;
+    (end_at(mid) > measured_ms ? heavier : lighter) = mid;
   }
   return (lighter + heavier) / 2;
 }
@@ -241,7 +252,7 @@ int run_sums(const SumsFlags& f) {
               model ? fmt::format("{:.1f}", predicted[i]) : "-",
               model && predicted[i] > 0 ? fmt::format("{:.3f}", med / predicted[i]) : "-");
   }
-  if (model && shares_a_host(groups, host_of)) {
+  if (model && shares_a_host(groups, host_of) && weight_matters(groups, host_of, costs)) {
     const double weight =
         fitted_later_rank_weight(groups, host_of, costs, median_of(measured.back()));
     log::info(

@@ -19,6 +19,7 @@
 #include "chimera/core/log.hpp"
 #include "chimera/core/timer.hpp"
 #include "chimera/plan/network.hpp"
+#include "chimera/plan/predict.hpp"
 #include "chimera/schedule/simulate.hpp"
 
 namespace chimera::cli {
@@ -217,11 +218,7 @@ int run_sums(const SumsFlags& f) {
 
   std::vector<double> predicted;
   schedule::Costs costs;
-  costs.alpha = network.alpha_ms;
-  costs.beta = network.beta_ms_per_byte;
-  costs.host_alpha = network.host_alpha_ms;
-  costs.host_beta = network.host_beta_ms_per_byte;
-  costs.later_rank_weight = network.later_rank_weight;
+  plan::apply_network(network, costs);
   if (model) {
     predicted = schedule::concurrent_sums_end(groups, host_of, costs);
     predicted.push_back(*std::max_element(predicted.begin(), predicted.end()));

@@ -174,6 +174,17 @@ OpCost busiest_worker_op_cost(const sched::Schedule& s, const std::vector<StageI
 
 }  // namespace
 
+void apply_network(const Network& net, sched::Costs& costs) {
+  costs.alpha = net.alpha_ms;
+  costs.beta = net.beta_ms_per_byte;
+  costs.binomial_allreduce = net.binomial_allreduce;
+  costs.rendezvous_bytes = net.rendezvous_bytes;
+  costs.later_rank_weight = net.later_rank_weight;
+  costs.ranks_per_host = net.ranks_per_host;
+  costs.host_alpha = net.host_alpha_ms;
+  costs.host_beta = net.host_beta_ms_per_byte;
+}
+
 Prediction Predictor::operator()(const Layout& l) {
   CHIMERA_REQUIRE(l.W >= 1 && l.D >= 1 && l.N >= 1 && l.B >= 1,
                   "W, D, N and B must be >= 1, got W={} D={} N={} B={}", l.W, l.D, l.N, l.B);
@@ -205,15 +216,8 @@ Prediction Predictor::operator()(const Layout& l) {
   costs.tied_grad_bytes = 4.0 * shape_.tied_params();
   costs.data_parallel = l.W;
   sched::Costs free_comm = costs;
-  costs.alpha = net.alpha_ms;
-  costs.beta = net.beta_ms_per_byte;
-  costs.binomial_allreduce = net.binomial_allreduce;
-  costs.rendezvous_bytes = net.rendezvous_bytes;
-  costs.later_rank_weight = net.later_rank_weight;
+  apply_network(net, costs);
   costs.layers = shape_.num_blocks();
-  costs.ranks_per_host = net.ranks_per_host;
-  costs.host_alpha = net.host_alpha_ms;
-  costs.host_beta = net.host_beta_ms_per_byte;
 
   // The sharded program is the unsharded one plus its WaitGathers: the unsharded replay's makespan
   // is the sharded one's without what the gathers add.

@@ -25,6 +25,10 @@
 
 namespace chimera::plan {
 
+// The network's part of the simulator's costs: alpha, beta, the allreduce, the rendezvous size,
+// ranks per host and their memory, the later-rank weight.
+void apply_network(const Network& net, schedule::Costs& costs);
+
 // One parallel configuration: W replicas of a pipeline group of D workers.
 struct Layout {
   std::string scheme;      // gpipe | 1f1b | gems | interleaved | chimera | zb-h1

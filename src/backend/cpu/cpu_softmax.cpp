@@ -14,13 +14,28 @@ namespace chimera::backend::cpu {
 
 namespace {
 
-// Row x of V values becomes its softmax; returns log(sum exp(x - max)) + max.
-float softmax_row(float* x, Index V) {
+struct Exponentiated {
+  float sum;  // of exp(x - max): the softmax's denominator
+  float max;
+};
+
+// Row x of V values becomes exp(x - max).
+Exponentiated exponentiate_row(float* x, Index V) {
   const float max = ordered_max(x, V);
-  const float sum = exponentiate_in_place(x, V, max);
-  const float inv_sum = 1.0F / sum;
+  return {exponentiate_in_place(x, V, max), max};
+}
+
+// log(sum exp(x)), of the row before exponentiate_row.
+float log_sum_exp(const Exponentiated& e) {
+  return std::log(e.sum) + e.max;
+}
+
+// Row x of V values becomes its softmax; returns log(sum exp(x)).
+float softmax_row(float* x, Index V) {
+  const Exponentiated e = exponentiate_row(x, V);
+  const float inv_sum = 1.0F / e.sum;
   for (Index i = 0; i < V; ++i) x[i] *= inv_sum;
-  return std::log(sum) + max;
+  return log_sum_exp(e);
 }
 
 }  // namespace
@@ -62,9 +77,11 @@ void CpuBackend::lm_head_cross_entropy(float* losses, float* dx, float* dwte, co
     return;
   }
   const bool bits = bf16_->multiplies_bf16_bits();
+  // The bf16 gradient keeps the logits' padded row stride: with rows exactly V long, oneDNN 2.6
+  // takes a kernel for the weight gradient's transposed A that ran at half the speed (Zen 5).
   thread_local Scratch<Bf16Bits> gradient;
   Bf16Bits* dlogits =
-      bits ? gradient.get(static_cast<std::size_t>(std::min(chunk_rows, N) * V)) : nullptr;
+      bits ? gradient.get(static_cast<std::size_t>(std::min(chunk_rows, N) * ld)) : nullptr;
   for (Index begin = 0; begin < N; begin += chunk_rows) {
     const Index rows = std::min(chunk_rows, N - begin);
     const float* x_rows = x + begin * C;
@@ -74,19 +91,25 @@ void CpuBackend::lm_head_cross_entropy(float* losses, float* dx, float* dwte, co
       float* row = logits + r * ld;
       const std::int32_t target = targets[begin + r];
       const float target_logit = row[target];
-      losses[begin + r] = softmax_row(row, V) - target_logit;
-      row[target] -= 1.0F;
       if (bits) {
-        convert_to_bf16(dlogits + r * V, row, 1, V, V, false);
+        // The softmax's scaling and the rounding in one pass; the fp32 row is not needed after.
+        const Exponentiated e = exponentiate_row(row, V);
+        losses[begin + r] = log_sum_exp(e) - target_logit;
+        const float inv_sum = 1.0F / e.sum;
+        Bf16Bits* gradient_row = dlogits + r * ld;
+        for (Index i = 0; i < V; ++i) gradient_row[i] = to_bf16_bits(row[i] * inv_sum);
+        gradient_row[target] = to_bf16_bits(row[target] * inv_sum - 1.0F);
       } else {
+        losses[begin + r] = softmax_row(row, V) - target_logit;
+        row[target] -= 1.0F;
         round_to_bf16(row, row, 1, V, V, false);
       }
     }
     if (bits) {
-      bf16_->gemm_bf16_a(Trans::No, Trans::No, rows, C, V, grad_scale, dlogits, V, wte, C, 0.0F,
+      bf16_->gemm_bf16_a(Trans::No, Trans::No, rows, C, V, grad_scale, dlogits, ld, wte, C, 0.0F,
                          dx + begin * C, C);
-      bf16_->gemm_bf16_a(Trans::Yes, Trans::No, V, C, rows, grad_scale, dlogits, V, x_rows, C, 1.0F,
-                         dwte, C);
+      bf16_->gemm_bf16_a(Trans::Yes, Trans::No, V, C, rows, grad_scale, dlogits, ld, x_rows, C,
+                         1.0F, dwte, C);
     } else {
       bf16_->gemm_rounded_a(Trans::No, Trans::No, rows, C, V, grad_scale, logits, ld, wte, C, 0.0F,
                             dx + begin * C, C);

@@ -91,18 +91,19 @@ void CpuBackend::lm_head_cross_entropy(float* losses, float* dx, float* dwte, co
       float* row = logits + r * ld;
       const std::int32_t target = targets[begin + r];
       const float target_logit = row[target];
+      // The softmax's scaling, the target's -1 and the rounding in one pass over the row.
+      const Exponentiated e = exponentiate_row(row, V);
+      losses[begin + r] = log_sum_exp(e) - target_logit;
+      const float inv_sum = 1.0F / e.sum;
+      const auto write_gradient = [&](auto* out, auto round) {
+        const float target_gradient = row[target] * inv_sum - 1.0F;
+        for (Index i = 0; i < V; ++i) out[i] = round(row[i] * inv_sum);
+        out[target] = round(target_gradient);
+      };
       if (bits) {
-        // The softmax's scaling and the rounding in one pass; the fp32 row is not needed after.
-        const Exponentiated e = exponentiate_row(row, V);
-        losses[begin + r] = log_sum_exp(e) - target_logit;
-        const float inv_sum = 1.0F / e.sum;
-        Bf16Bits* gradient_row = dlogits + r * ld;
-        for (Index i = 0; i < V; ++i) gradient_row[i] = to_bf16_bits(row[i] * inv_sum);
-        gradient_row[target] = to_bf16_bits(row[target] * inv_sum - 1.0F);
+        write_gradient(dlogits + r * ld, [](float v) { return to_bf16_bits(v); });
       } else {
-        losses[begin + r] = softmax_row(row, V) - target_logit;
-        row[target] -= 1.0F;
-        round_to_bf16(row, row, 1, V, V, false);
+        write_gradient(row, [](float v) { return round_to_bf16(v); });
       }
     }
     if (bits) {

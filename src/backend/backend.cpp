@@ -1,8 +1,11 @@
 #include "chimera/backend/backend.hpp"
 
+#include <dlfcn.h>
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <filesystem>
 
 #include "chimera/core/error.hpp"
 #include "cpu/cpu_backend.hpp"
@@ -10,14 +13,58 @@
 namespace chimera::backend {
 
 namespace cuda {
-// Defined in cuda/cuda_backend.cpp, which only the binaries that link chimera_backend_cuda contain
-// (the others never load cuBLAS and NCCL); null in every other binary.
+// Defined in cuda/cuda_backend.cpp, which the GPU tests link; null in every other binary. The
+// `chimera` binary loads the same code as a plugin instead (below).
 [[gnu::weak]] std::unique_ptr<Backend> make_cuda_backend(const BackendOptions& options);
 }  // namespace cuda
 
 namespace {
+using CudaFactory = std::unique_ptr<Backend> (*)(const BackendOptions&);
+
 bool cuda_linked() {
   return &cuda::make_cuda_backend != nullptr;
+}
+
+#ifdef CHIMERA_CUDA_PLUGIN_FILE
+// The CUDA backend of the `chimera` binary is a plugin (lib/ beside the binary's bin/, in the build
+// tree and in the GPU bundle alike), opened only when runtime.backend = 'cuda': cuBLAS's static
+// initialisers cost every process 0.4 s at start, and a CPU node without the CUDA libraries could
+// not start the binary at all. CHIMERA_CUDA_PLUGIN names another file.
+std::filesystem::path cuda_plugin_path() {
+  if (const char* path = std::getenv("CHIMERA_CUDA_PLUGIN"); path != nullptr && *path != '\0') {
+    return path;
+  }
+  std::error_code failed;
+  const auto binary = std::filesystem::read_symlink("/proc/self/exe", failed);
+  if (failed) return CHIMERA_CUDA_PLUGIN_FILE;
+  return binary.parent_path().parent_path() / "lib" / CHIMERA_CUDA_PLUGIN_FILE;
+}
+
+CudaFactory load_cuda_plugin() {
+  static const CudaFactory factory = [] {
+    const auto path = cuda_plugin_path();
+    // RTLD_NOW: a library or symbol the plugin lacks is named here, not at its first call. The
+    // plugin stays loaded until the process ends (its backend may live that long).
+    void* plugin = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    CHIMERA_REQUIRE(plugin != nullptr,
+                    "runtime.backend = 'cuda': cannot load the CUDA backend: {}; the CUDA "
+                    "libraries it names must be on this node's library path (docs/cuda.md)",
+                    dlerror());
+    void* entry = dlsym(plugin, "chimera_cuda_backend_factory");
+    CHIMERA_REQUIRE(entry != nullptr, "runtime.backend = 'cuda': {} is not a Chimera CUDA plugin",
+                    path.string());
+    return reinterpret_cast<CudaFactory (*)()>(entry)();
+  }();
+  return factory;
+}
+#endif
+
+bool cuda_built() {
+#ifdef CHIMERA_CUDA_PLUGIN_FILE
+  return true;
+#else
+  return cuda_linked();
+#endif
 }
 }  // namespace
 
@@ -60,7 +107,7 @@ void Backend::lm_head_cross_entropy(float* losses, float* dx, float* dwte, const
 }
 
 std::vector<std::string> available_backends() {
-  if (cuda_linked()) return {"cpu", "cuda"};
+  if (cuda_built()) return {"cpu", "cuda"};
   return {"cpu"};
 }
 
@@ -69,10 +116,14 @@ std::unique_ptr<Backend> make_backend(BackendKind kind, const BackendOptions& op
     return cpu::make_cpu_backend(options.precision, options.cpu_bf16_engine);
   }
   if (cuda_linked()) return cuda::make_cuda_backend(options);
+#ifdef CHIMERA_CUDA_PLUGIN_FILE
+  return load_cuda_plugin()(options);
+#else
   throw InputError(
       fmt::format("runtime.backend = 'cuda': this build has no CUDA backend (built: {}); "
                   "configure with CUDA (cmake --preset cuda, see docs/cuda.md)",
                   fmt::join(available_backends(), ", ")));
+#endif
 }
 
 }  // namespace chimera::backend

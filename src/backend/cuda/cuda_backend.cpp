@@ -216,3 +216,9 @@ std::unique_ptr<Backend> make_cuda_backend(const BackendOptions& options) {
 }
 
 }  // namespace chimera::backend::cuda
+
+// The same entry point, found by name where this code is the `chimera` binary's plugin.
+extern "C" [[gnu::visibility("default")]] auto chimera_cuda_backend_factory()
+    -> std::unique_ptr<chimera::backend::Backend> (*)(const chimera::backend::BackendOptions&) {
+  return &chimera::backend::cuda::make_cuda_backend;
+}

@@ -118,7 +118,14 @@ class FaultCase(unittest.TestCase):
         try:
             fault()
             began = time.monotonic()
-            out, err = job.communicate(timeout=BOUND_S)
+            try:
+                out, err = job.communicate(timeout=BOUND_S)
+            except subprocess.TimeoutExpired:
+                # What the job said before it hung names where: kill it, read the rest, fail.
+                kill_job(job)
+                out, err = job.communicate()
+                self.fail(f"the job did not end within {BOUND_S} s of the fault; its last "
+                          f"output:\n{(out or '')[-2000:]}\n{(err or '')[-4000:]}")
             self.assertLess(time.monotonic() - began, BOUND_S)
             return out, err
         finally:

@@ -9,9 +9,13 @@ endif()
 # shared library it opens loaded until exit, so that LeakSanitizer's reports of Open MPI's plugins
 # name them and match the suppressions with the fast unwinder (tests/sanitizers/
 # keep_libraries_loaded.cpp says why). Nothing otherwise.
+if(CHIMERA_SANITIZE MATCHES "address")
+  add_library(chimera_keep_libraries_loaded OBJECT
+              ${PROJECT_SOURCE_DIR}/tests/sanitizers/keep_libraries_loaded.cpp)
+endif()
 function(chimera_keep_libraries_loaded target)
-  if(CHIMERA_SANITIZE MATCHES "address")
-    target_sources(${target} PRIVATE ${PROJECT_SOURCE_DIR}/tests/sanitizers/keep_libraries_loaded.cpp)
+  if(TARGET chimera_keep_libraries_loaded)
+    target_link_libraries(${target} PRIVATE chimera_keep_libraries_loaded)
     # Libraries opened later (the plugins) resolve dlclose through the executable's dynamic
     # symbols, which hold only what the link saw used unless told otherwise.
     target_link_options(${target} PRIVATE LINKER:--export-dynamic-symbol=dlclose)

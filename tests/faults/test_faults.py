@@ -302,9 +302,17 @@ class SigkillResume(FaultCase):
         run = self.base + ["--steps", str(steps), "--save-every", str(every)]
         job = start(run, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         kill_at = random.randint(every + 1, steps // 2)
+
+        def steps_done():
+            with open(self.metrics) as f:
+                return sum(1 for _ in f)
+
+        # Saves are written in the background and named once written, so the first checkpoint
+        # (step `every`) may still be unnamed a step or more later: the kill waits for it too.
         try:
-            wait_for(lambda: os.path.exists(self.metrics) and
-                     sum(1 for _ in open(self.metrics)) >= kill_at, f"step {kill_at}")
+            wait_for(lambda: os.path.exists(self.metrics) and steps_done() >= kill_at and
+                     os.path.exists(os.path.join(self.ckpt, "latest")),
+                     f"step {kill_at} and a named checkpoint")
         finally:
             kill_job(job)
         self.assertNotEqual(job.returncode, 0)

@@ -1,5 +1,6 @@
-// Linked into every executable of an AddressSanitizer build (cmake/ChimeraSanitizers.cmake):
-// dlclose does nothing, so every shared library a process opens stays mapped until it exits.
+// Linked into `chimera` and every test executable of an AddressSanitizer build
+// (cmake/ChimeraSanitizers.cmake; the fuzzers check no leaks and go without it): dlclose does
+// nothing, so every shared library a process opens stays mapped until it exits.
 //
 // Why: Open MPI opens its plugins (mca_*.so, PMIx's) with dlopen and closes them in
 // MPI_Finalize, and they leave allocations behind that LeakSanitizer reports at exit. By then the
